@@ -1,0 +1,76 @@
+"""Python client for the Cortadel long-term memory server.
+
+``CortadelClient`` (async) and ``SyncCortadelClient`` (blocking) offer the same calls: ``add``,
+``add_conversation``, ``search``, ``list``, ``get``, ``history``, ``delete``, ``health``. The
+names below are the whole public surface; the underscore modules are private.
+"""
+
+from ._client import CortadelClient
+from ._errors import (
+    AuthenticationError,
+    CortadelError,
+    NotFoundError,
+    PermissionDeniedError,
+    RequestTimeoutError,
+    ServerError,
+    TransportError,
+    ValidationError,
+)
+from ._http import DEFAULT_BASE_URL, DEFAULT_TIMEOUT, Retry
+from ._models import (
+    DEFAULT_LIST_SIZE,
+    AddOptions,
+    ChatMessage,
+    ConversationIngestItem,
+    ConversationOptions,
+    ConversationResult,
+    HealthResult,
+    Instant,
+    ListOptions,
+    MemoryCreated,
+    MemoryDetail,
+    MemoryHistory,
+    MemoryList,
+    MemoryListItem,
+    MemoryVersion,
+    SearchHit,
+    SearchOptions,
+    SearchResults,
+)
+from ._sync_client import SyncCortadelClient
+from ._version import __version__
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_LIST_SIZE",
+    "DEFAULT_TIMEOUT",
+    "AddOptions",
+    "AuthenticationError",
+    "ChatMessage",
+    "ConversationIngestItem",
+    "ConversationOptions",
+    "ConversationResult",
+    "CortadelClient",
+    "CortadelError",
+    "HealthResult",
+    "Instant",
+    "ListOptions",
+    "MemoryCreated",
+    "MemoryDetail",
+    "MemoryHistory",
+    "MemoryList",
+    "MemoryListItem",
+    "MemoryVersion",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RequestTimeoutError",
+    "Retry",
+    "SearchHit",
+    "SearchOptions",
+    "SearchResults",
+    "ServerError",
+    "SyncCortadelClient",
+    "TransportError",
+    "ValidationError",
+    "__version__",
+]

@@ -1,0 +1,129 @@
+"""The async client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Optional, TypeVar
+
+import httpx
+
+from . import _operations as ops
+from ._errors import CortadelError
+from ._http import DEFAULT_APP_NAME, Endpoint, Retry, finish, own_timeout, translated_transport_errors
+from ._models import (
+    AddOptions,
+    ChatMessage,
+    ConversationOptions,
+    ConversationResult,
+    HealthResult,
+    ListOptions,
+    MemoryCreated,
+    MemoryDetail,
+    MemoryHistory,
+    MemoryList,
+    SearchOptions,
+    SearchResults,
+)
+
+T = TypeVar("T")
+
+
+class CortadelClient:
+    """Async client for one Cortadel server, acting for one user.
+
+    ``base_url`` defaults to ``$CORTADEL_BASE_URL``, then ``http://localhost:3001``;
+    ``api_key`` to ``$CORTADEL_API_KEY`` (sent as ``Authorization: Bearer``). ``user_id`` is
+    sent on every call; leave it out only when the server has auth on and the key says who you
+    are. ``timeout`` is in seconds (default 100); with your own ``http_client`` and no
+    ``timeout``, that client's own timeout applies. The client never closes or changes an
+    ``http_client`` you pass. ``retry`` turns on retries of idempotent calls (off by default).
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        user_id: Optional[str] = None,
+        *,
+        api_key: Optional[str] = None,
+        app_name: str = DEFAULT_APP_NAME,
+        http_client: Optional[httpx.AsyncClient] = None,
+        timeout: Optional[float] = None,
+        retry: Optional[Retry] = None,
+    ) -> None:
+        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout, owns_http=http_client is None)
+        self._owns_http = http_client is None
+        self._http = (
+            http_client if http_client is not None else httpx.AsyncClient(timeout=own_timeout(timeout))
+        )
+        self._retry = retry
+
+    @property
+    def user_id(self) -> Optional[str]:
+        return self._endpoint.scope.user_id
+
+    async def add(self, text: str, options: Optional[AddOptions] = None) -> MemoryCreated:
+        """Store ``text`` as a memory; ``event`` in the result says what happened to it."""
+        return await self._run(ops.add(self._endpoint.scope, text, options))
+
+    async def add_conversation(
+        self, messages: Iterable[ChatMessage], options: Optional[ConversationOptions] = None
+    ) -> ConversationResult:
+        """Distil a conversation into facts and store each one."""
+        return await self._run(ops.add_conversation(self._endpoint.scope, messages, options))
+
+    async def search(self, query: str, options: Optional[SearchOptions] = None) -> SearchResults:
+        """The memories that best match ``query``, best first."""
+        return await self._run(ops.search(self._endpoint.scope, query, options))
+
+    async def list(self, options: Optional[ListOptions] = None) -> MemoryList:
+        """One page of the user's memories, newest first."""
+        return await self._run(ops.list_memories(self._endpoint.scope, options))
+
+    async def get(self, memory_id: str) -> Optional[MemoryDetail]:
+        """One memory by id, or ``None`` when there is none (for this user)."""
+        return await self._run(ops.get(self._endpoint.scope, memory_id))
+
+    async def history(self, memory_id: str) -> Optional[MemoryHistory]:
+        """Every version of one memory, oldest first, or ``None`` when there is no such memory."""
+        return await self._run(ops.history(self._endpoint.scope, memory_id))
+
+    async def delete(self, memory_ids: Iterable[str]) -> str:
+        """Delete memories by id; unknown ids are skipped. Returns the server's message."""
+        return await self._run(ops.delete(self._endpoint.scope, memory_ids))
+
+    async def health(self) -> HealthResult:
+        """The server's health report; a degraded server (503) is a result, not an error."""
+        return await self._run(ops.health())
+
+    async def aclose(self) -> None:
+        """Close the connection pool, unless it belongs to a caller-supplied ``http_client``."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> CortadelClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.aclose()
+
+    async def _run(self, call: ops.Call[T]) -> T:
+        attempt = 1
+        while True:
+            try:
+                return await self._send(call)
+            except CortadelError as error:
+                delay = self._retry.delay_after(call, attempt, error) if self._retry else None
+                if delay is None:
+                    raise
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    async def _send(self, call: ops.Call[T]) -> T:
+        request = self._endpoint.request(self._http, call)
+        with translated_transport_errors():
+            response = await self._http.send(request, follow_redirects=False)
+        return finish(call, response)

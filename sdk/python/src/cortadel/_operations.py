@@ -1,0 +1,174 @@
+"""Each server operation as data: what to send and how to read the answer.
+
+Both clients run the same ``Call`` objects; they differ only in how they wait for I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Optional, TypeVar
+from urllib.parse import quote
+
+from . import _wire
+from ._models import (
+    AddOptions,
+    ChatMessage,
+    ConversationOptions,
+    ConversationResult,
+    HealthResult,
+    ListOptions,
+    MemoryCreated,
+    MemoryDetail,
+    MemoryHistory,
+    MemoryList,
+    SearchOptions,
+    SearchResults,
+)
+
+T = TypeVar("T")
+
+MEMORIES = "/api/v1/memories"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who the calls are made for: the bound user (``None`` lets the API key decide) and the
+    app name searches are logged under."""
+
+    user_id: Optional[str]
+    app_name: str
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    decode: Callable[[_wire.Json], T]
+    params: Optional[dict[str, str]] = None
+    body: Optional[_wire.Json] = None
+    idempotent: bool = False
+    """Safe to send again after a failure (only such calls are retried)."""
+    absent_on_404: bool = False
+    """A 404 means "no such memory" and the call returns ``None``."""
+    body_on_503: bool = False
+    """A 503 carries a normal result (a degraded health report)."""
+
+
+def add(scope: Scope, text: str, options: Optional[AddOptions]) -> Call[MemoryCreated]:
+    o = options or AddOptions()
+    body = _wire.without_nulls(
+        {
+            "user_id": scope.user_id,
+            "text": text,
+            "infer": True if o.infer is None else o.infer,
+            "app": o.app,
+            "memory_type": o.memory_type,
+            "metadata": None if o.metadata is None else dict(o.metadata),
+        }
+    )
+    return Call("POST", MEMORIES, _wire.memory_created, body=body)
+
+
+def add_conversation(
+    scope: Scope, messages: Iterable[ChatMessage], options: Optional[ConversationOptions]
+) -> Call[ConversationResult]:
+    o = options or ConversationOptions()
+    body = _wire.without_nulls(
+        {
+            "user_id": scope.user_id,
+            "messages": [
+                _wire.without_nulls({"role": m.role, "content": m.content, "uuid": m.uuid}) for m in messages
+            ],
+            "is_agent_memory": o.is_agent_memory,
+            "tags": list(o.tags) if o.tags else None,
+            "project": o.project,
+            "session_id": o.session_id,
+            "transcript_path": o.transcript_path,
+        }
+    )
+    return Call("POST", f"{MEMORIES}/from-conversation", _wire.conversation_result, body=body)
+
+
+def search(scope: Scope, query: str, options: Optional[SearchOptions]) -> Call[SearchResults]:
+    o = options or SearchOptions()
+    body = _wire.without_nulls(
+        {
+            "query": query,
+            "user_id": scope.user_id,
+            "app_name": scope.app_name,
+            "top_k": o.top_k,
+            "mode": o.mode,
+            "session_id": o.session_id,
+            "rerank": o.rerank,
+            "memory_type": o.memory_type,
+            "as_of": _instant(o.as_of),
+            "known_at": _instant(o.known_at),
+            "include_superseded": o.include_superseded,
+            "include_faded": o.include_faded,
+            "token_budget": o.token_budget,
+        }
+    )
+    return Call("POST", f"{MEMORIES}/search", _wire.search_results, body=body, idempotent=True)
+
+
+def list_memories(scope: Scope, options: Optional[ListOptions]) -> Call[MemoryList]:
+    o = options or ListOptions()
+    params = _wire.without_nulls(
+        {
+            "user_id": scope.user_id,
+            "page": str(o.page),
+            "size": str(o.size),
+            "app_id": o.app_id or None,
+            "categories": o.categories or None,
+            "search_query": o.search_query or None,
+            "include_superseded": "true" if o.include_superseded else None,
+            "memory_type": o.memory_type or None,
+            "as_of": _instant(o.as_of),
+            "known_at": _instant(o.known_at),
+        }
+    )
+    return Call("GET", MEMORIES, _wire.memory_list, params=params, idempotent=True)
+
+
+def get(scope: Scope, memory_id: str) -> Call[Optional[MemoryDetail]]:
+    return Call[Optional[MemoryDetail]](
+        "GET",
+        f"{MEMORIES}/{_segment(memory_id)}",
+        _wire.memory_detail,
+        params=_user_query(scope),
+        idempotent=True,
+        absent_on_404=True,
+    )
+
+
+def history(scope: Scope, memory_id: str) -> Call[Optional[MemoryHistory]]:
+    return Call[Optional[MemoryHistory]](
+        "GET",
+        f"{MEMORIES}/{_segment(memory_id)}/history",
+        _wire.memory_history,
+        params=_user_query(scope),
+        idempotent=True,
+        absent_on_404=True,
+    )
+
+
+def delete(scope: Scope, memory_ids: Iterable[str]) -> Call[str]:
+    body = _wire.without_nulls({"user_id": scope.user_id, "memory_ids": list(memory_ids)})
+    return Call("DELETE", MEMORIES, _wire.message, body=body, idempotent=True)
+
+
+def health() -> Call[HealthResult]:
+    return Call("GET", "/api/health", _wire.health_result, idempotent=True, body_on_503=True)
+
+
+def _user_query(scope: Scope) -> dict[str, str]:
+    return {} if scope.user_id is None else {"user_id": scope.user_id}
+
+
+def _segment(memory_id: str) -> str:
+    return quote(memory_id, safe="")
+
+
+def _instant(value: Any) -> Optional[str]:
+    return None if value is None else _wire.instant(value)

@@ -1,0 +1,125 @@
+"""The blocking client: the same calls as the async one, over ``httpx.Client``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Optional, TypeVar
+
+import httpx
+
+from . import _operations as ops
+from ._errors import CortadelError
+from ._http import DEFAULT_APP_NAME, Endpoint, Retry, finish, own_timeout, translated_transport_errors
+from ._models import (
+    AddOptions,
+    ChatMessage,
+    ConversationOptions,
+    ConversationResult,
+    HealthResult,
+    ListOptions,
+    MemoryCreated,
+    MemoryDetail,
+    MemoryHistory,
+    MemoryList,
+    SearchOptions,
+    SearchResults,
+)
+
+T = TypeVar("T")
+
+
+class SyncCortadelClient:
+    """Blocking client with the same methods, arguments and results as ``CortadelClient``.
+
+    It runs on a plain ``httpx.Client`` (no event loop, no thread), so it is safe to call from
+    code that already runs an event loop. ``http_client``, when given, is an ``httpx.Client``.
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        user_id: Optional[str] = None,
+        *,
+        api_key: Optional[str] = None,
+        app_name: str = DEFAULT_APP_NAME,
+        http_client: Optional[httpx.Client] = None,
+        timeout: Optional[float] = None,
+        retry: Optional[Retry] = None,
+    ) -> None:
+        if isinstance(http_client, httpx.AsyncClient):
+            raise TypeError("SyncCortadelClient needs an httpx.Client; pass an AsyncClient to CortadelClient.")
+        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout, owns_http=http_client is None)
+        self._owns_http = http_client is None
+        self._http = http_client if http_client is not None else httpx.Client(timeout=own_timeout(timeout))
+        self._retry = retry
+
+    @property
+    def user_id(self) -> Optional[str]:
+        return self._endpoint.scope.user_id
+
+    def add(self, text: str, options: Optional[AddOptions] = None) -> MemoryCreated:
+        """Store ``text`` as a memory; ``event`` in the result says what happened to it."""
+        return self._run(ops.add(self._endpoint.scope, text, options))
+
+    def add_conversation(
+        self, messages: Iterable[ChatMessage], options: Optional[ConversationOptions] = None
+    ) -> ConversationResult:
+        """Distil a conversation into facts and store each one."""
+        return self._run(ops.add_conversation(self._endpoint.scope, messages, options))
+
+    def search(self, query: str, options: Optional[SearchOptions] = None) -> SearchResults:
+        """The memories that best match ``query``, best first."""
+        return self._run(ops.search(self._endpoint.scope, query, options))
+
+    def list(self, options: Optional[ListOptions] = None) -> MemoryList:
+        """One page of the user's memories, newest first."""
+        return self._run(ops.list_memories(self._endpoint.scope, options))
+
+    def get(self, memory_id: str) -> Optional[MemoryDetail]:
+        """One memory by id, or ``None`` when there is none (for this user)."""
+        return self._run(ops.get(self._endpoint.scope, memory_id))
+
+    def history(self, memory_id: str) -> Optional[MemoryHistory]:
+        """Every version of one memory, oldest first, or ``None`` when there is no such memory."""
+        return self._run(ops.history(self._endpoint.scope, memory_id))
+
+    def delete(self, memory_ids: Iterable[str]) -> str:
+        """Delete memories by id; unknown ids are skipped. Returns the server's message."""
+        return self._run(ops.delete(self._endpoint.scope, memory_ids))
+
+    def health(self) -> HealthResult:
+        """The server's health report; a degraded server (503) is a result, not an error."""
+        return self._run(ops.health())
+
+    def close(self) -> None:
+        """Close the connection pool, unless it belongs to a caller-supplied ``http_client``."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> SyncCortadelClient:
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    def _run(self, call: ops.Call[T]) -> T:
+        attempt = 1
+        while True:
+            try:
+                return self._send(call)
+            except CortadelError as error:
+                delay = self._retry.delay_after(call, attempt, error) if self._retry else None
+                if delay is None:
+                    raise
+            time.sleep(delay)
+            attempt += 1
+
+    def _send(self, call: ops.Call[T]) -> T:
+        request = self._endpoint.request(self._http, call)
+        with translated_transport_errors():
+            response = self._http.send(request, follow_redirects=False)
+        return finish(call, response)
