@@ -1,0 +1,169 @@
+import { exchange, type Connection, type Exchange } from "./http.js";
+import type {
+  AddConversationOptions,
+  AddConversationResult,
+  AddOptions,
+  AddResult,
+  ConversationMessage,
+  CortadelClientOptions,
+  DeleteResult,
+  HealthResponse,
+  ListOptions,
+  Memory,
+  MemoryHistory,
+  MemoryPage,
+  SearchOptions,
+  SearchResponse,
+} from "./types.js";
+import * as wire from "./wire.js";
+
+export const DEFAULT_BASE_URL = "http://localhost:3001";
+export const DEFAULT_TIMEOUT_MS = 100_000;
+
+const MEMORIES = "/api/v1/memories";
+
+function environment(name: string): string | undefined {
+  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
+  return env?.[name] || undefined;
+}
+
+/**
+ * A client for one Cortadel user. Every method takes an optional `AbortSignal` last; it is combined
+ * with the client's `timeoutMs`.
+ *
+ * ```ts
+ * const memory = new CortadelClient({ userId: "alice" });
+ * await memory.add("Alice prefers green tea");
+ * const { results } = await memory.search("what does alice drink?");
+ * ```
+ */
+export class CortadelClient {
+  /** Server URL, without a trailing slash. */
+  readonly baseUrl: string;
+  /** The user every call acts for. */
+  readonly userId: string;
+  /** Per-request timeout in milliseconds; `0` means none. */
+  readonly timeoutMs: number;
+  readonly #connection: Connection;
+
+  constructor(options: CortadelClientOptions) {
+    if (typeof options?.userId !== "string" || options.userId === "") {
+      throw new TypeError("CortadelClient needs a non-empty userId");
+    }
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
+      throw new TypeError(`timeoutMs must be a non-negative number of milliseconds, got ${timeoutMs}`);
+    }
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== "function") {
+      throw new TypeError("No fetch available: use Node 18+ or pass options.fetch");
+    }
+    this.baseUrl = (options.baseUrl ?? environment("CORTADEL_BASE_URL") ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+    this.userId = options.userId;
+    this.timeoutMs = timeoutMs;
+    this.#connection = {
+      baseUrl: this.baseUrl,
+      apiKey: options.apiKey ?? environment("CORTADEL_API_KEY"),
+      timeoutMs,
+      fetch: fetchImpl,
+    };
+  }
+
+  /** Store one memory. */
+  add(text: string, options: AddOptions = {}, signal?: AbortSignal): Promise<AddResult> {
+    return this.#send({
+      method: "POST",
+      path: MEMORIES,
+      body: wire.addBody(this.userId, text, options),
+      signal,
+      decode: wire.addResult,
+    });
+  }
+
+  /** Distill a conversation (1–500 turns) into facts and store each one. */
+  addConversation(
+    messages: readonly ConversationMessage[],
+    options: AddConversationOptions = {},
+    signal?: AbortSignal,
+  ): Promise<AddConversationResult> {
+    return this.#send({
+      method: "POST",
+      path: `${MEMORIES}/from-conversation`,
+      body: wire.addConversationBody(this.userId, messages, options),
+      signal,
+      decode: wire.addConversationResult,
+    });
+  }
+
+  /** Ranked hybrid (text + vector) search over this user's memories. */
+  search(query: string, options: SearchOptions = {}, signal?: AbortSignal): Promise<SearchResponse> {
+    return this.#send({
+      method: "POST",
+      path: `${MEMORIES}/search`,
+      body: wire.searchBody(this.userId, query, options),
+      signal,
+      decode: wire.searchResponse,
+    });
+  }
+
+  /** One page of this user's memories, newest first. */
+  list(options: ListOptions = {}, signal?: AbortSignal): Promise<MemoryPage> {
+    return this.#send({
+      method: "GET",
+      path: MEMORIES,
+      query: wire.listQuery(this.userId, options),
+      signal,
+      decode: wire.memoryPage,
+    });
+  }
+
+  /** One memory, or `null` when this user has no memory with that id. */
+  get(id: string, signal?: AbortSignal): Promise<Memory | null> {
+    return this.#send({
+      method: "GET",
+      path: `${MEMORIES}/${encodeURIComponent(id)}`,
+      query: new URLSearchParams({ user_id: this.userId }),
+      signal,
+      alsoAccept: [404],
+      decode: (body, status) => (status === 404 ? null : wire.memory(body)),
+    });
+  }
+
+  /** Version history of one memory, or `null` when this user has no memory with that id. */
+  history(id: string, signal?: AbortSignal): Promise<MemoryHistory | null> {
+    return this.#send({
+      method: "GET",
+      path: `${MEMORIES}/${encodeURIComponent(id)}/history`,
+      query: new URLSearchParams({ user_id: this.userId }),
+      signal,
+      alsoAccept: [404],
+      decode: (body, status) => (status === 404 ? null : wire.memoryHistory(body)),
+    });
+  }
+
+  /** Delete memories by id. Unknown ids are not an error. */
+  delete(ids: string | readonly string[], signal?: AbortSignal): Promise<DeleteResult> {
+    return this.#send({
+      method: "DELETE",
+      path: MEMORIES,
+      body: wire.deleteBody(this.userId, typeof ids === "string" ? [ids] : ids),
+      signal,
+      decode: (body) => ({ message: wire.deleteMessage(body) }),
+    });
+  }
+
+  /** Server health. A degraded server (HTTP 503) is a result with `status: "degraded"`, not an error. */
+  health(signal?: AbortSignal): Promise<HealthResponse> {
+    return this.#send({
+      method: "GET",
+      path: "/api/health",
+      signal,
+      alsoAccept: [503],
+      decode: wire.healthResponse,
+    });
+  }
+
+  #send<T>(request: Exchange<T>): Promise<T> {
+    return exchange(this.#connection, request);
+  }
+}

@@ -1,0 +1,35 @@
+export { CortadelClient, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS } from "./client.js";
+export {
+  CortadelAbortError,
+  CortadelConnectionError,
+  CortadelError,
+  CortadelTimeoutError,
+  type CortadelErrorInit,
+} from "./errors.js";
+export type {
+  AddConversationOptions,
+  AddConversationResult,
+  AddOptions,
+  AddResult,
+  ConversationFact,
+  ConversationMessage,
+  CortadelClientOptions,
+  DatabaseCheck,
+  DeleteResult,
+  EmbeddingsCheck,
+  HealthResponse,
+  IndexesCheck,
+  ListOptions,
+  Memory,
+  MemoryEvent,
+  MemoryHistory,
+  MemoryListItem,
+  MemoryPage,
+  MemoryType,
+  SearchMode,
+  SearchOptions,
+  SearchResponse,
+  SearchResult,
+  TimePoint,
+} from "./types.js";
+export { DEFAULT_PAGE_SIZE } from "./wire.js";
