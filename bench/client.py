@@ -1,0 +1,80 @@
+"""A thin asynchronous client for the six Cortadel REST operations the harnesses use.
+
+    async with BenchClient(server.base_url) as api:
+        created = await api.add("alice", "Alice: I moved to Lisbon.", infer=False, metadata={"dia_id": "D1:3"})
+        hits, seconds = await api.search("alice", "where does Alice live", top_k=10, mode="hybrid")
+
+Every call returns the decoded JSON body; a non-2xx answer raises :class:`bench.errors.ApiError`.
+`search` also returns its wall-clock time in seconds, measured around the HTTP round trip.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from bench.errors import ApiError
+
+MEMORIES = "/api/v1/memories"
+
+
+class BenchClient:
+    def __init__(self, base_url: str, *, timeout: float = 100.0, max_connections: int = 16) -> None:
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits)
+
+    async def __aenter__(self) -> BenchClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        response = await self._http.request(method, path, json=json, params=params)
+        if response.status_code >= 300:
+            raise ApiError(method, path, response.status_code, response.text)
+        return response.json()
+
+    async def health(self) -> dict[str, Any]:
+        response = await self._http.get("/api/health")
+        return response.json()
+
+    async def add(self, user_id: str, text: str, *, infer: bool = False, metadata: Mapping[str, Any] | None = None, app: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"user_id": user_id, "text": text, "infer": infer}
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        if app is not None:
+            body["app"] = app
+        return await self._call("POST", MEMORIES, json=body)
+
+    async def add_conversation(self, user_id: str, messages: Sequence[Mapping[str, str]], *, session_id: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"user_id": user_id, "messages": list(messages)}
+        if session_id is not None:
+            body["session_id"] = session_id
+        return await self._call("POST", f"{MEMORIES}/from-conversation", json=body)
+
+    async def search(self, user_id: str, query: str, *, top_k: int = 10, mode: str = "hybrid", rerank: str | None = None) -> tuple[list[dict[str, Any]], float]:
+        body: dict[str, Any] = {"user_id": user_id, "query": query, "top_k": top_k, "mode": mode}
+        if rerank is not None:
+            body["rerank"] = rerank
+        started = time.perf_counter()
+        payload = await self._call("POST", f"{MEMORIES}/search", json=body)
+        return payload["results"], time.perf_counter() - started
+
+    async def get(self, user_id: str, memory_id: str) -> dict[str, Any]:
+        return await self._call("GET", f"{MEMORIES}/{memory_id}", params={"user_id": user_id})
+
+    async def list_all(self, user_id: str, *, size: int = 100) -> AsyncIterator[dict[str, Any]]:
+        """Every current memory of a user, newest first, walking the pages."""
+        page = 1
+        while True:
+            payload = await self._call("GET", MEMORIES, params={"user_id": user_id, "page": page, "size": size})
+            items = payload.get("items") or []
+            for item in items:
+                yield item
+            if page >= (payload.get("pages") or 0) or not items:
+                return
+            page += 1

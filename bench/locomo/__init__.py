@@ -1,0 +1,1 @@
+"""LoCoMo retrieval benchmark: `python -m bench.locomo` (see bench/README.md)."""

@@ -1,0 +1,86 @@
+"""python -m bench.locomo [--data PATH] [--quick] [--reranker-model DIR] [--mem0-path DIR] [--no-mem0]"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.locomo import report
+from bench.locomo.dataset import load
+from bench.locomo.run import as_dicts, run_all
+from bench.locomo.systems import server_plans
+from bench.server import REPO_ROOT
+
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
+TURN_TEXT = (
+    'Each turn is stored as "Speaker: text" — the speaker\'s name keeps "who said it" searchable, since '
+    "questions name people — with \" [image: <caption>]\" appended when the turn shared a photo. "
+    "Facts ingestion sends the same text as `user` messages with `uuid` = the turn's dia_id."
+)
+
+
+def _git_commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.locomo", description="LoCoMo retrieval benchmark against live Cortadel servers.")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo-format JSON file (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="first conversation only; writes locomo-quick.* and leaves docs alone")
+    parser.add_argument("--reranker-model", help="ONNX cross-encoder directory; adds hybrid+rerank systems (CORTADEL_RERANKER=onnx)")
+    parser.add_argument("--mem0-path", type=Path, default=REPO_ROOT / "bench" / ".work" / "mem0", help="pip --target folder holding mem0ai (default: %(default)s)")
+    parser.add_argument("--no-mem0", action="store_true", help="skip the mem0 comparison")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
+    parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "benchmarks.md", help="doc whose headline section is updated")
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+    try:
+        conversations = load(args.data)
+        if args.quick:
+            conversations = conversations[:1]
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        workdir = REPO_ROOT / "bench" / ".work"
+        workdir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=workdir, prefix="locomo-") as tmp:
+            results = asyncio.run(run_all(server_plans(args.reranker_model), conversations, args.data,
+                                          None if args.no_mem0 else args.mem0_path, Path(tmp), log))
+    except BenchError as exc:
+        print(f"bench.locomo: {exc}", file=sys.stderr)
+        return 1
+    run = {
+        "meta": {
+            "started_at": started,
+            "data": args.data.name,
+            "data_sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
+            "conversations": len(conversations),
+            "questions": sum(len(c.questions) for c in conversations),
+            "skipped_questions_without_evidence": sum(c.skipped_questions for c in conversations),
+            "top_k": 10,
+            "git_commit": _git_commit(),
+            "quick": args.quick,
+            "command": "python -m bench.locomo" + (" --quick" if args.quick else ""),
+        },
+        "definitions": report.DEFINITIONS,
+        "turn_text": TURN_TEXT,
+        "reference": report.REFERENCE,
+        "systems": as_dicts(results),
+    }
+    for path in report.write(run, args.out, None if args.quick else args.doc):
+        log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The systems compared side by side: one server configuration plus one way of asking it.
+
+Modes are query-time options, so one server (one embedder) and one ingestion serve BM25, vector,
+hybrid and hybrid + rerank. BM25 does not depend on the embedder and is asked of the first server only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.server import MINILM, WORDLLAMA, ServerConfig
+
+TURNS = "turns"  # every turn added verbatim with infer: false
+FACTS = "facts"  # each session through from-conversation, facts mapped back to turns
+INGEST_MODES = (TURNS, FACTS)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How a system asks: the search ``mode`` and the ``rerank`` strategy."""
+
+    name: str
+    mode: str
+    rerank: str | None = None
+
+
+BM25 = Variant("bm25", "text")
+VECTOR = Variant("vector", "vector")
+HYBRID = Variant("hybrid", "hybrid")
+HYBRID_RERANK = Variant("hybrid+rerank", "hybrid", "cross_encoder")
+
+
+@dataclass(frozen=True)
+class ServerPlan:
+    """One server to start, and the variants asked of it."""
+
+    config: ServerConfig
+    variants: tuple[Variant, ...]
+
+    def label(self, variant: Variant) -> str:
+        return "bm25" if variant is BM25 else f"{variant.name} · {self.config.name}"
+
+
+def with_reranker(config: ServerConfig, reranker_model: str | None) -> ServerConfig:
+    if not reranker_model:
+        return config
+    return ServerConfig(config.name, {**config.env, "CORTADEL_RERANKER": "onnx", "CORTADEL_RERANKER_MODEL": reranker_model})
+
+
+def server_plans(reranker_model: str | None) -> list[ServerPlan]:
+    """The Cortadel systems of one run; hybrid + rerank only when a cross-encoder model is given."""
+    rerank = (HYBRID_RERANK,) if reranker_model else ()
+    return [
+        ServerPlan(with_reranker(WORDLLAMA, reranker_model), (BM25, VECTOR, HYBRID, *rerank)),
+        ServerPlan(with_reranker(MINILM, reranker_model), (VECTOR, HYBRID, *rerank)),
+    ]

@@ -1,0 +1,134 @@
+"""Start a Cortadel server under test as a subprocess on a free loopback port with a fresh data file.
+
+    with start_server(ServerConfig("wordllama", {"CORTADEL_EMBEDDER": "wordllama"}), workdir) as server:
+        server.base_url, server.rss_bytes(), server.disk_bytes()
+
+The harness needs the process id (for VmRSS) and the data folder (for bytes on disk), so it runs
+`python -m cortadel_server serve` itself rather than going through the test helper.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from bench.errors import ServerStartError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SERVER_SRC = REPO_ROOT / "server"
+MINILM_DIR = Path(os.environ.get("CORTADEL_BENCH_MINILM", REPO_ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-int8"))
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """A named server configuration: the CORTADEL_* variables that differ from the defaults."""
+
+    name: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+WORDLLAMA = ServerConfig("wordllama", {"CORTADEL_EMBEDDER": "wordllama"})
+MINILM = ServerConfig("minilm-onnx", {"CORTADEL_EMBEDDER": "onnx", "CORTADEL_EMBEDDER_MODEL": str(MINILM_DIR)})
+
+
+@dataclass
+class RunningServer:
+    config: ServerConfig
+    base_url: str
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def proc_status(self) -> dict[str, int]:
+        """VmRSS and VmHWM (peak) of the server process, in bytes, from /proc/<pid>/status."""
+        wanted = {"VmRSS", "VmHWM"}
+        values: dict[str, int] = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            key, _, rest = line.partition(":")
+            if key in wanted:
+                values[key] = int(rest.split()[0]) * 1024
+        return values
+
+    def rss_bytes(self) -> int:
+        return self.proc_status()["VmRSS"]
+
+    def disk_bytes(self) -> int:
+        """Bytes of every file in the data folder (database, WAL, shared memory, sidecars)."""
+        return sum(p.stat().st_size for p in self.data_dir.rglob("*") if p.is_file())
+
+    def log_tail(self, lines: int = 30) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, then SIGKILL if the server has not exited within ``timeout`` seconds."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def python_path(*folders: Path) -> str:
+    """PYTHONPATH with ``folders`` first, so subprocesses import this checkout's server (installed or not)."""
+    return os.pathsep.join([*map(str, folders), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0, keep_data: bool = False) -> Iterator[RunningServer]:
+    """Run one server with a fresh data folder under ``workdir``; stop it (and drop its data) on exit."""
+    data_dir = workdir / f"{config.name}-{os.getpid()}-{time.monotonic_ns()}"
+    data_dir.mkdir(parents=True)
+    port = free_port()
+    log_path = data_dir.with_suffix(".log")
+    env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **config.env, "PYTHONPATH": python_path(SERVER_SRC)}
+    cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db")]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+    server = RunningServer(config, f"http://127.0.0.1:{port}", process, data_dir, log_path)
+    try:
+        _wait_ready(server, timeout)
+        yield server
+    finally:
+        server.stop()
+        if not keep_data:
+            shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _wait_ready(server: RunningServer, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.process.poll() is not None:
+            raise ServerStartError(f"{server.config.name}: server exited with {server.process.returncode}:\n{server.log_tail()}")
+        try:
+            if httpx.get(f"{server.base_url}/api/health", timeout=2.0).status_code in (200, 503):
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            server.stop()
+            raise ServerStartError(f"{server.config.name}: no answer on /api/health within {timeout:.0f} s:\n{server.log_tail()}")
+        time.sleep(0.2)
