@@ -1,0 +1,42 @@
+"""The chat interface the LLM extractor uses: messages in, schema-checked JSON out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The parsed (and validated) JSON answer, with what it cost: tokens and HTTP calls, the repair included."""
+
+    data: Any
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+
+
+@runtime_checkable
+class ChatClient(Protocol):
+    """Asks a chat model for JSON that fits a JSON Schema.
+
+        result = client.complete_json(
+            [{"role": "system", "content": "Extract facts."}, {"role": "user", "content": text}],
+            schema=FACTS_SCHEMA, schema_name="facts", validate=Facts.from_json,
+        )
+        result.data  # what validate returned (the decoded JSON when validate is None)
+
+    ``validate`` raises ValueError for an answer it cannot use; the client then asks the model once
+    to correct it. Any failure left after that, or of the service itself, raises ProviderError.
+    """
+
+    model: str
+
+    def complete_json(
+        self,
+        messages: list[dict[str, str]],
+        schema: dict[str, Any],
+        schema_name: str,
+        validate: Callable[[Any], Any] | None = None,
+    ) -> ChatResult: ...

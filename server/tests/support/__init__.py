@@ -1,0 +1,1 @@
+"""Test helpers shared by the server's test modules (``from support.scripted_openai import ScriptedOpenAI``)."""
