@@ -73,7 +73,7 @@ def test_point_in_time_parameters_travel_as_utc_iso(connect: Connect) -> None:
     valid = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
     with ScriptedServer(Reply(body={"query": "q", "results": [], "total": 0}), Reply(body=EMPTY_PAGE)) as srv:
         client = connect(srv.base_url, "alice")
-        client.search("q", SearchOptions(top_k=3, as_of=valid, known_at="2024-05-01T00:00:00Z", include_superseded=True))
+        client.search("q", SearchOptions(top_k=3, as_of=valid, known_at="2024-05-01T00:00:00Z", tag="work"))
         client.list(ListOptions(page=2, size=5, include_superseded=True, as_of=datetime(2024, 1, 1), known_at=valid))
     assert srv.seen[0].body == {
         "query": "q",
@@ -83,7 +83,7 @@ def test_point_in_time_parameters_travel_as_utc_iso(connect: Connect) -> None:
         "mode": "hybrid",
         "as_of": "2024-01-02T01:04:05Z",
         "known_at": "2024-05-01T00:00:00Z",
-        "include_superseded": True,
+        "tag": "work",
     }
     url = urlsplit(srv.seen[1].path)
     assert url.path == "/api/v1/memories"

@@ -46,6 +46,10 @@ class AddOptions:
     """``False`` stores the text verbatim (deduplication still runs). Default ``True``."""
     memory_type: Optional[str] = None
     """Pin the type: ``episodic``, ``semantic`` or ``procedural``; otherwise classified."""
+    project: Optional[str] = None
+    """*Extra.* Project the memory belongs to."""
+    tags: Optional[list[str]] = None
+    """*Extra.* Tags for scoped retrieval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +85,18 @@ class SearchOptions:
     """*Extra.* Search the facts that were true at this moment (valid time)."""
     known_at: Optional[Instant] = None
     """*Extra.* Search what the server had recorded by this moment (record time)."""
-    include_superseded: Optional[bool] = None
-    """*Extra.* Also return versions that a newer fact replaced."""
     include_faded: Optional[bool] = None
     """*Extra.* Also return memories that faded from normal recall."""
     token_budget: Optional[int] = None
-    """*Extra.* Stop adding hits once their content would exceed this many tokens."""
+    """*Extra.* Drop the lowest-ranked hits once their content exceeds this many tokens."""
+    expand_query: Optional[bool] = None
+    """*Extra.* Widen the keyword search with related terms."""
+    include_session_arm: Optional[bool] = None
+    """*Extra.* Also match session summaries and expand them to their member memories."""
+    project: Optional[str] = None
+    """*Extra.* Only memories of this project."""
+    tag: Optional[str] = None
+    """*Extra.* Only memories carrying this tag."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +139,8 @@ class MemoryCreated:
     app_name: Optional[str] = None
     metadata: Optional[str] = None
     """The stored metadata as a JSON-encoded string, as the server sends it."""
+    error: Optional[str] = None
+    """*Extra.* Why nothing was stored, when ``event`` is ``ERROR``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +203,20 @@ class MemoryListItem:
     is_global: bool = False
     metadata: Optional[Any] = None
     """The stored metadata object (``metadata_`` on the wire)."""
+    gist: Optional[str] = None
+    """*Extra.* One-line summary, when the server made one."""
+    tags: Optional[list[str]] = None
+    """*Extra.*"""
+    project: Optional[str] = None
+    """*Extra.*"""
+    session_id: Optional[str] = None
+    """*Extra.*"""
+    source_turn_uuids: Optional[list[str]] = None
+    """*Extra.* Ids of the conversation turns the fact came from."""
+    superseded_by: Optional[str] = None
+    """*Extra.* Id of the memory that replaced this one."""
+    expired_at: Optional[str] = None
+    """*Extra.* ISO 8601 record time at which the server stopped holding this version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +250,24 @@ class MemoryDetail:
     superseded_by: Optional[str] = None
     """Id of the memory that replaced this one."""
     is_global: bool = False
+    gist: Optional[str] = None
+    """*Extra.* One-line summary, when the server made one."""
+    memory_type: Optional[str] = None
+    """*Extra.*"""
+    tags: Optional[list[str]] = None
+    """*Extra.*"""
+    project: Optional[str] = None
+    """*Extra.*"""
+    session_id: Optional[str] = None
+    """*Extra.*"""
+    source_turn_uuids: Optional[list[str]] = None
+    """*Extra.* Ids of the conversation turns the fact came from."""
+    transcript_path: Optional[str] = None
+    """*Extra.*"""
+    extraction_status: Optional[str] = None
+    """*Extra.* ``done``, ``pending`` or ``failed``."""
+    expired_at: Optional[str] = None
+    """*Extra.* ISO 8601 record time at which the server stopped holding this version."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,26 +302,20 @@ class HealthResult:
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryVersion:
-    """*Extra.* One version in a memory's history."""
+class HistoryEvent:
+    """*Extra.* One recorded change to a memory."""
 
-    id: str
-    text: str
-    event: Optional[str] = None
-    """What produced this version: ``ADD``, ``SUPERSEDE``, ``INVALIDATE``, ..."""
-    valid_at: Optional[str] = None
-    """ISO 8601: since when the fact held (valid time)."""
-    invalid_at: Optional[str] = None
-    """ISO 8601: when it stopped holding; ``None`` while current."""
-    recorded_at: Optional[str] = None
-    """ISO 8601: when the server learned it (record time, what ``known_at`` filters on)."""
-    superseded_by: Optional[str] = None
-    is_current: bool = False
+    event: str
+    """What happened: ``ADD``, ``SUPERSEDE``, ``INVALIDATE``, ``TOUCH``, ... (open set)."""
+    at: str
+    """ISO 8601 time the server recorded the change."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Event-specific facts, e.g. the text before and after, or the id of the newer memory."""
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryHistory:
-    """*Extra.* Every version of one memory, oldest first."""
+    """*Extra.* Every change recorded for one memory, oldest first."""
 
     id: str
-    versions: list[MemoryVersion] = field(default_factory=list)
+    events: list[HistoryEvent] = field(default_factory=list)

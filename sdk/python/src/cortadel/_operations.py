@@ -65,6 +65,8 @@ def add(scope: Scope, text: str, options: Optional[AddOptions]) -> Call[MemoryCr
             "app": o.app,
             "memory_type": o.memory_type,
             "metadata": None if o.metadata is None else dict(o.metadata),
+            "project": o.project,
+            "tags": None if o.tags is None else list(o.tags),
         }
     )
     return Call("POST", MEMORIES, _wire.memory_created, body=body)
@@ -104,9 +106,12 @@ def search(scope: Scope, query: str, options: Optional[SearchOptions]) -> Call[S
             "memory_type": o.memory_type,
             "as_of": _instant(o.as_of),
             "known_at": _instant(o.known_at),
-            "include_superseded": o.include_superseded,
             "include_faded": o.include_faded,
             "token_budget": o.token_budget,
+            "expand_query": o.expand_query,
+            "include_session_arm": o.include_session_arm,
+            "project": o.project,
+            "tag": o.tag,
         }
     )
     return Call("POST", f"{MEMORIES}/search", _wire.search_results, body=body, idempotent=True)

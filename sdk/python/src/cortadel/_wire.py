@@ -13,13 +13,13 @@ from ._models import (
     ConversationIngestItem,
     ConversationResult,
     HealthResult,
+    HistoryEvent,
     Instant,
     MemoryCreated,
     MemoryDetail,
     MemoryHistory,
     MemoryList,
     MemoryListItem,
-    MemoryVersion,
     SearchHit,
     SearchResults,
 )
@@ -45,6 +45,7 @@ def memory_created(d: Json) -> MemoryCreated:
         event=d.get("event"),
         app_name=d.get("app_name"),
         metadata=d.get("metadata"),
+        error=d.get("error"),
     )
 
 
@@ -117,6 +118,13 @@ def _memory_list_item(i: Json) -> MemoryListItem:
         is_current=i.get("is_current"),
         is_global=bool(i.get("is_global")),
         metadata=i.get("metadata_"),
+        gist=i.get("gist"),
+        tags=i.get("tags"),
+        project=i.get("project"),
+        session_id=i.get("session_id"),
+        source_turn_uuids=i.get("source_turn_uuids"),
+        superseded_by=i.get("superseded_by"),
+        expired_at=i.get("expired_at"),
     )
 
 
@@ -135,23 +143,25 @@ def memory_detail(d: Json) -> MemoryDetail:
         is_current=d.get("is_current"),
         superseded_by=d.get("superseded_by"),
         is_global=bool(d.get("is_global")),
+        gist=d.get("gist"),
+        memory_type=d.get("memory_type"),
+        tags=d.get("tags"),
+        project=d.get("project"),
+        session_id=d.get("session_id"),
+        source_turn_uuids=d.get("source_turn_uuids"),
+        transcript_path=d.get("transcript_path"),
+        extraction_status=d.get("extraction_status"),
+        expired_at=d.get("expired_at"),
     )
 
 
 def memory_history(d: Json) -> MemoryHistory:
-    return MemoryHistory(id=d.get("id") or "", versions=[_memory_version(v) for v in d.get("versions") or []])
-
-
-def _memory_version(v: Json) -> MemoryVersion:
-    return MemoryVersion(
-        id=v.get("id") or "",
-        text=v.get("text") or "",
-        event=v.get("event"),
-        valid_at=v.get("valid_at"),
-        invalid_at=v.get("invalid_at"),
-        recorded_at=v.get("recorded_at"),
-        superseded_by=v.get("superseded_by"),
-        is_current=bool(v.get("is_current")),
+    return MemoryHistory(
+        id=d.get("id") or "",
+        events=[
+            HistoryEvent(event=e.get("event") or "", at=e.get("at") or "", detail=e.get("detail") or {})
+            for e in d.get("events") or []
+        ],
     )
 
 
