@@ -45,6 +45,10 @@ export interface AddOptions {
   metadata?: Record<string, unknown>;
   /** `false` stores the text verbatim (intent detection and dedup still run). Server default `true`. */
   infer?: boolean;
+  /** Project the memory belongs to (Cortadel server extension). */
+  project?: string;
+  /** Tags for scoped retrieval (Cortadel server extension). */
+  tags?: string[];
 }
 
 export interface AddResult {
@@ -118,11 +122,13 @@ export interface SearchOptions {
   includeSessionArm?: boolean;
   /** Expand the query with synonyms before the text search. */
   expandQuery?: boolean;
-  /** Include superseded versions, not only current facts. */
-  includeSuperseded?: boolean;
-  /** Facts that were valid at this time (valid-time point in time). */
+  /** Only facts of this project (Cortadel server extension). */
+  project?: string;
+  /** Only facts carrying this tag (Cortadel server extension). */
+  tag?: string;
+  /** Facts that were valid at this time (valid-time point in time; server extension). */
   asOf?: TimePoint;
-  /** The store as it was known at this time (record-time point in time). */
+  /** The store as it was known at this time (record-time point in time; server extension). */
   knownAt?: TimePoint;
 }
 
@@ -172,7 +178,7 @@ export interface ListOptions {
   includeSuperseded?: boolean;
   /** Facts that were valid at this time (valid-time point in time). */
   asOf?: TimePoint;
-  /** The store as it was known at this time (record-time point in time). */
+  /** The store as it was known at this time (record-time point in time; server extension). */
   knownAt?: TimePoint;
   /** Only memories of this cognitive type. */
   memoryType?: MemoryType;
@@ -195,6 +201,16 @@ export interface MemoryListItem {
   isCurrent: boolean;
   isGlobal: boolean;
   metadata: Record<string, unknown>;
+  supersededBy: string | null;
+  /** Extension fields: sent by the Cortadel server in this repository, `null`/`[]` elsewhere. */
+  gist: string | null;
+  tags: string[];
+  project: string | null;
+  sessionId: string | null;
+  /** Ids of the conversation turns the fact was extracted from. */
+  sourceTurnUuids: string[];
+  /** When the store stopped holding this version (record time). */
+  expiredAt: string | null;
 }
 
 export interface MemoryPage {
@@ -222,6 +238,18 @@ export interface Memory {
   /** Id of the newer memory that replaced this one. */
   supersededBy: string | null;
   isGlobal: boolean;
+  memoryType: MemoryType | null;
+  extractionStatus: string | null;
+  transcriptPath: string | null;
+  /** Extension fields: sent by the Cortadel server in this repository, `null`/`[]` elsewhere. */
+  gist: string | null;
+  tags: string[];
+  project: string | null;
+  sessionId: string | null;
+  /** Ids of the conversation turns the fact was extracted from. */
+  sourceTurnUuids: string[];
+  /** When the store stopped holding this version (record time). */
+  expiredAt: string | null;
 }
 
 export interface DeleteResult {

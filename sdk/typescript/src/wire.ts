@@ -50,6 +50,8 @@ export function addBody(userId: string, text: string, options: AddOptions): Json
     app: options.app,
     memory_type: options.memoryType,
     metadata: options.metadata,
+    project: options.project,
+    tags: options.tags,
   });
 }
 
@@ -83,7 +85,8 @@ export function searchBody(userId: string, query: string, options: SearchOptions
     expand_query: options.expandQuery,
     include_faded: options.includeFaded,
     include_session_arm: options.includeSessionArm,
-    include_superseded: options.includeSuperseded,
+    project: options.project,
+    tag: options.tag,
     as_of: timePoint(options.asOf),
     known_at: timePoint(options.knownAt),
   });
@@ -215,6 +218,18 @@ export function searchResponse(body: unknown): SearchResponse {
   return { query: text(b.query) ?? "", total: count(b.total) ?? results.length, results };
 }
 
+/** Fields this repository's server adds to list items and memory details. */
+function extensions(m: Json) {
+  return {
+    gist: text(m.gist),
+    tags: strings(m.tags),
+    project: text(m.project),
+    sessionId: text(m.session_id),
+    sourceTurnUuids: strings(m.source_turn_uuids),
+    expiredAt: text(m.expired_at),
+  };
+}
+
 function listItem(item: unknown): MemoryListItem {
   const m = object(item, "a memory list item");
   return {
@@ -232,6 +247,8 @@ function listItem(item: unknown): MemoryListItem {
     isCurrent: m.is_current !== false,
     isGlobal: m.is_global === true,
     metadata: record(m.metadata_),
+    supersededBy: text(m.superseded_by),
+    ...extensions(m),
   };
 }
 
@@ -263,6 +280,10 @@ export function memory(body: unknown): Memory {
     isCurrent: m.is_current !== false,
     supersededBy: text(m.superseded_by),
     isGlobal: m.is_global === true,
+    memoryType: text(m.memory_type),
+    extractionStatus: text(m.extraction_status),
+    transcriptPath: text(m.transcript_path),
+    ...extensions(m),
   };
 }
 
