@@ -1,0 +1,3 @@
+"""Cortadel: self-hosted long-term memory for AI agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from cortadel_server.cli import main
+
+main()

@@ -1,0 +1,93 @@
+"""Exception handlers: every error leaves as the contract's JSON body, logged with its request id."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from cortadel_server.api.middleware import error_body
+from cortadel_server.errors import CortadelError, RequestError, ValidationFailed
+
+log = logging.getLogger("cortadel.api")
+
+VALIDATION_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.1"
+
+
+def _request_id(request: Request) -> str | None:
+    return request.scope.get("state", {}).get("request_id")
+
+
+def validation_response(request: Request, errors: dict[str, list[str]], detail: str | None = None) -> JSONResponse:
+    body = {
+        "type": VALIDATION_TYPE,
+        "title": "One or more validation errors occurred.",
+        "status": 400,
+        "code": "validation_error",
+        "message": detail or "; ".join(f"{k}: {v[0]}" for k, v in errors.items()),
+        "detail": detail,
+        "errors": errors,
+    }
+    log.info("400 validation_error %s %s request_id=%s errors=%s", request.method, request.url.path, _request_id(request), errors)
+    return JSONResponse(body, status_code=400)
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def _from_pydantic(exc: RequestValidationError) -> tuple[dict[str, list[str]], str | None]:
+    errors: dict[str, list[str]] = {}
+    detail = None
+    for err in exc.errors():
+        kind = err.get("type", "")
+        if kind == "json_invalid":
+            detail = "Malformed JSON body"
+            errors.setdefault("body", []).append(f"Malformed JSON: {err.get('ctx', {}).get('error', 'could not parse')}")
+            continue
+        if kind == "missing" and tuple(err.get("loc", ())) == ("body",):
+            errors.setdefault("body", []).append("A JSON body is required")
+            continue
+        name = _field_name(tuple(err.get("loc", ())))
+        if kind == "extra_forbidden":
+            message = "Unknown field (fields are snake_case)"
+        else:
+            message = err.get("msg", "Invalid value")
+        errors.setdefault(name, []).append(message)
+    return errors, detail
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors, detail = _from_pydantic(exc)
+        return validation_response(request, errors, detail)
+
+    @app.exception_handler(ValidationFailed)
+    async def on_validation_failed(request: Request, exc: ValidationFailed) -> JSONResponse:
+        return validation_response(request, exc.errors, exc.message)
+
+    @app.exception_handler(RequestError)
+    async def on_request_error(request: Request, exc: RequestError) -> JSONResponse:
+        log.info("%s %s %s %s request_id=%s: %s", exc.status, exc.code, request.method, request.url.path, _request_id(request), exc.message)
+        return JSONResponse(error_body(exc.status, exc.code, exc.message, exc.detail), status_code=exc.status)
+
+    @app.exception_handler(HTTPException)
+    async def on_http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 415: "unsupported_media_type"}.get(exc.status_code, "http_error")
+        return JSONResponse(error_body(exc.status_code, code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(CortadelError)
+    async def on_server_error(request: Request, exc: CortadelError) -> JSONResponse:
+        log.error("503 %s %s request_id=%s: %s", request.method, request.url.path, _request_id(request), exc)
+        return JSONResponse(error_body(503, "unavailable", str(exc)), status_code=503)
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("500 %s %s request_id=%s", request.method, request.url.path, _request_id(request))
+        return JSONResponse(error_body(500, "internal_error", "Internal server error", _request_id(request)), status_code=500)

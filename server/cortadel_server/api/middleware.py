@@ -1,0 +1,144 @@
+"""Pure-ASGI middleware: request ids, body size limits and API-key authentication.
+
+They run before routing and body parsing, so an oversized body is refused before it is read into
+memory and a bad key is a 401 whatever the body holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cortadel_server.auth import verify_key
+
+log = logging.getLogger("cortadel.api")
+
+Json = dict[str, Any]
+
+
+def error_body(status: int, code: str, message: str, detail: str | None = None) -> Json:
+    return {"status": status, "code": code, "message": message, "detail": detail}
+
+
+async def send_json(send: Send, status: int, body: Json, request_id: str | None = None) -> None:
+    payload = json.dumps(body).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if request_id:
+        headers.append((b"x-request-id", request_id.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+_SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+class RequestIdMiddleware:
+    """Every response carries ``X-Request-Id`` (the caller's, when it sent a sane one)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+                headers.append((b"x-request-id", request_id.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class BodyLimitMiddleware:
+    """Refuse bodies larger than the largest the contract allows for the operation (413)."""
+
+    def __init__(self, app: ASGIApp, limit_for: Callable[[str, str], int]) -> None:
+        self.app = app
+        self.limit_for = limit_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope["method"], scope["path"])
+        request_id = scope.get("state", {}).get("request_id")
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await send_json(send, 413, error_body(413, "payload_too_large", f"Request body exceeds {limit} bytes"), request_id)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except _BodyTooLarge:
+            await send_json(send, 413, error_body(413, "payload_too_large", f"Request body exceeds {limit} bytes"), request_id)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def api_key_from(scope: Scope) -> str | None:
+    """The key from ``Authorization: Bearer``, the ``API_KEY`` header or ``?api_key=``."""
+    headers = dict(scope["headers"])
+    auth = headers.get(b"authorization", b"").decode("latin-1").strip()
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    if b"api_key" in headers:
+        return headers[b"api_key"].decode("latin-1").strip() or None
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    values = query.get("api_key")
+    return values[0] if values else None
+
+
+class AuthMiddleware:
+    """With an auth secret, every path but the open ones needs a valid key (401 otherwise).
+
+    The user the key is bound to is put in ``scope["state"]["key_user"]``; routes compare it with
+    the user they act for (403 on a mismatch).
+    """
+
+    OPEN_PATHS = ("/api/health", "/docs", "/openapi.json", "/redoc")
+
+    def __init__(self, app: ASGIApp, secret: str | None) -> None:
+        self.app = app
+        self.secret = secret
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.secret is None or scope["path"].startswith(self.OPEN_PATHS):
+            await self.app(scope, receive, send)
+            return
+        request_id = scope.get("state", {}).get("request_id")
+        key = api_key_from(scope)
+        if key is None:
+            await send_json(send, 401, error_body(401, "unauthorized", "Missing API key"), request_id)
+            return
+        user = verify_key(self.secret, key)
+        if user is None:
+            await send_json(send, 401, error_body(401, "unauthorized", "Invalid API key"), request_id)
+            return
+        scope.setdefault("state", {})["key_user"] = user
+        await self.app(scope, receive, send)

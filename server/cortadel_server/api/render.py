@@ -1,0 +1,118 @@
+"""From domain records to the contract's response shapes."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from cortadel_server.api import schemas
+from cortadel_server.pipeline.writer import WriteOutcome
+from cortadel_server.retrieval.search import Hit
+from cortadel_server.storage.base import HistoryEntry, MemoryRecord
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def created(outcome: WriteOutcome) -> schemas.MemoryCreatedResponse:
+    record = outcome.record
+    return schemas.MemoryCreatedResponse(
+        id=outcome.id or "",
+        content=outcome.memory,
+        state=record.state if record else None,
+        created_at=iso(record.created_at) if record else None,
+        event=outcome.event,
+        app_name=record.app_name if record else None,
+        metadata=json.dumps(record.metadata) if record and record.metadata else None,
+        error=outcome.error,
+    )
+
+
+def ingest_item(outcome: WriteOutcome) -> schemas.ConversationIngestItem:
+    return schemas.ConversationIngestItem(id=outcome.id or "", memory=outcome.memory, event=outcome.event, error=outcome.error)
+
+
+def list_item(m: MemoryRecord) -> schemas.MemoryListItemResponse:
+    return schemas.MemoryListItemResponse(
+        id=m.id,
+        content=m.text,
+        created_at=int(m.created_at),
+        state=m.state,
+        app_id=m.app_name,
+        app_name=m.app_name,
+        categories=m.categories,
+        memory_type=m.memory_type,
+        extraction_status=m.extraction_status,
+        valid_at=iso(m.valid_at),
+        invalid_at=iso(m.invalid_at),
+        is_current=m.is_current,
+        is_global=False,
+        metadata_=m.metadata,
+        gist=m.gist,
+        tags=m.tags,
+        project=m.project,
+        session_id=m.session_id,
+        source_turn_uuids=m.source_turn_uuids,
+        superseded_by=m.superseded_by,
+        expired_at=iso(m.expired_at),
+    )
+
+
+def detail(m: MemoryRecord) -> schemas.MemoryDetailResponse:
+    return schemas.MemoryDetailResponse(
+        id=m.id,
+        text=m.text,
+        created_at=int(m.created_at),
+        state=m.state,
+        app_id=m.app_name,
+        app_name=m.app_name,
+        categories=m.categories,
+        metadata_=m.metadata,
+        valid_at=iso(m.valid_at),
+        invalid_at=iso(m.invalid_at),
+        is_current=m.is_current,
+        superseded_by=m.superseded_by,
+        is_global=False,
+        gist=m.gist,
+        memory_type=m.memory_type,
+        tags=m.tags,
+        project=m.project,
+        session_id=m.session_id,
+        source_turn_uuids=m.source_turn_uuids,
+        transcript_path=m.transcript_path,
+        extraction_status=m.extraction_status,
+        expired_at=iso(m.expired_at),
+    )
+
+
+def search_result(hit: Hit) -> schemas.HybridSearchResult:
+    m = hit.memory
+    return schemas.HybridSearchResult(
+        id=m.id,
+        content=m.text,
+        rrf_score=hit.score,
+        created_at=iso(m.created_at),
+        app_name=m.app_name,
+        categories=m.categories,
+        memory_type=m.memory_type,
+        tags=m.tags,
+        source=m.metadata.get("source") if isinstance(m.metadata.get("source"), str) else None,
+        global_=False,
+        gist=m.gist,
+        project_id=m.project,
+        member_ids=[],
+        similar_ids=[],
+        text_rank=hit.ranks.get("text"),
+        vector_rank=hit.ranks.get("vector"),
+        attributes=hit.attributes,
+    )
+
+
+def history(memory_id: str, entries: list[HistoryEntry]) -> schemas.MemoryHistoryResponse:
+    return schemas.MemoryHistoryResponse(
+        id=memory_id,
+        events=[schemas.HistoryEventResponse(event=e.event, at=iso(e.at) or "", detail=e.detail) for e in entries],
+    )

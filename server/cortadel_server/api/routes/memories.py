@@ -1,0 +1,222 @@
+"""The memory operations of the public contract, plus history."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from cortadel_server.api import render, schemas
+from cortadel_server.api.deps import Service, authorize, key_user, parse_instant
+from cortadel_server.errors import NotFound, ValidationFailed
+from cortadel_server.pipeline.writer import ConversationTurn
+from cortadel_server.retrieval.search import RECIPES, SearchRequest
+from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
+
+router = APIRouter(prefix="/api/v1/memories", tags=["Memories"])
+
+ERRORS = {
+    400: {"model": schemas.ValidationProblemDetails, "description": "Bad Request"},
+    401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
+    403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
+    413: {"model": schemas.ErrorResponse, "description": "Payload Too Large"},
+    500: {"model": schemas.ErrorResponse, "description": "Internal Server Error"},
+}
+
+
+def _memory_type(value: str | None, field: str = "memory_type") -> str | None:
+    if value is None or value == "":
+        return None
+    if value not in MEMORY_TYPES:
+        raise ValidationFailed({field: [f"Must be one of {', '.join(MEMORY_TYPES)}"]})
+    return value
+
+
+@router.post(
+    "",
+    operation_id="Memories_Create",
+    summary="Create a new memory for a user, with automatic deduplication.",
+    response_model=schemas.MemoryCreatedResponse,
+    responses=ERRORS,
+)
+def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: Service) -> schemas.MemoryCreatedResponse:
+    authorize(request, body.user_id)
+    outcome = service.add(
+        body.user_id,
+        body.text,
+        infer=True if body.infer is None else body.infer,
+        app_name=body.app,
+        memory_type=_memory_type(body.memory_type),
+        metadata=body.metadata,
+        project=body.project,
+        tags=body.tags or (),
+    )
+    return render.created(outcome)
+
+
+@router.post(
+    "/from-conversation",
+    operation_id="Memories_FromConversation",
+    summary="Distil a conversation into atomic facts and store each one.",
+    response_model=schemas.ConversationIngestResponse,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+)
+def add_conversation(
+    body: schemas.AddConversationRequest, request: Request, service: Service
+) -> schemas.ConversationIngestResponse:
+    authorize(request, body.user_id)
+    outcomes = service.add_conversation(
+        body.user_id,
+        [ConversationTurn(m.role, m.content, m.uuid) for m in body.messages],
+        is_agent_memory=bool(body.is_agent_memory),
+        tags=body.tags or (),
+        project=body.project,
+        session_id=body.session_id,
+        transcript_path=body.transcript_path,
+    )
+    if not outcomes:
+        return schemas.ConversationIngestResponse(no_facts_extracted=True)
+    return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
+
+
+@router.post(
+    "/search",
+    operation_id="Memories_Search",
+    summary="Search memories with hybrid BM25 + vector retrieval.",
+    response_model=schemas.SearchResponse,
+    responses=ERRORS,
+)
+def search_memories(body: schemas.SearchMemoriesRequest, request: Request, service: Service) -> JSONResponse:
+    authorize(request, body.user_id)
+    mode = body.mode or "hybrid"
+    if mode not in RECIPES:
+        raise ValidationFailed({"mode": [f"Must be one of {', '.join(RECIPES)}"]})
+    if body.rerank not in (None, "", "cross_encoder", "none"):
+        raise ValidationFailed({"rerank": ['Must be "cross_encoder" or null']})
+    filters = MemoryFilters(
+        session_id=body.session_id,
+        memory_type=_memory_type(body.memory_type),
+        project=body.project,
+        tag=body.tag,
+        as_of=parse_instant(body.as_of, "as_of"),
+        known_at=parse_instant(body.known_at, "known_at"),
+    )
+    hits = service.search(
+        SearchRequest(
+            user_id=body.user_id,
+            query=body.query,
+            top_k=body.top_k or 10,
+            mode=mode,
+            filters=filters,
+            rerank=body.rerank == "cross_encoder",
+            token_budget=body.token_budget or None,
+        )
+    )
+    response = schemas.SearchResponse(query=body.query, results=[render.search_result(h) for h in hits], total=len(hits))
+    return JSONResponse(response.model_dump(by_alias=True))
+
+
+@router.get(
+    "",
+    operation_id="Memories_List",
+    summary="List memories, newest first, with filters and optional hybrid search.",
+    response_model=schemas.MemoryListPagedResponse,
+    responses=ERRORS,
+)
+def list_memories(
+    request: Request,
+    service: Service,
+    user_id: Annotated[str, Query(min_length=1, description="User identifier.")],
+    app_id: Annotated[str | None, Query(description="Only memories written by this app.")] = None,
+    categories: Annotated[str | None, Query(description="Comma-separated category names.")] = None,
+    search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing (relevance order).")] = None,
+    page: Annotated[int, Query(ge=1, description="Page number (default 1).")] = 1,
+    size: Annotated[int, Query(ge=1, le=100, description="Page size (default 10, max 100).")] = 10,
+    include_superseded: Annotated[str | None, Query(description='"true" to include superseded and retracted memories.')] = None,
+    as_of: Annotated[str | None, Query(description="Valid time: only facts true at this instant (ISO 8601 or Unix seconds).")] = None,
+    known_at: Annotated[str | None, Query(description="Record time: only facts we held at this instant (ISO 8601 or Unix seconds).")] = None,
+    memory_type: Annotated[str | None, Query(description="episodic | semantic | procedural; invalid values are ignored.")] = None,
+) -> schemas.MemoryListPagedResponse:
+    authorize(request, user_id)
+    filters = MemoryFilters(
+        app_name=app_id or None,
+        categories=tuple(c.strip() for c in (categories or "").split(",") if c.strip()),
+        include_superseded=(include_superseded or "").lower() == "true",
+        as_of=parse_instant(as_of, "as_of"),
+        known_at=parse_instant(known_at, "known_at"),
+        memory_type=memory_type if memory_type in MEMORY_TYPES else None,
+    )
+    records, total = service.list(user_id, filters, page=page, size=size, search_query=search_query)
+    return schemas.MemoryListPagedResponse(
+        items=[render.list_item(m) for m in records],
+        total=total,
+        page=page,
+        size=size,
+        pages=math.ceil(total / size) if total else 0,
+    )
+
+
+def _user_for_get(request: Request, user_id: str | None) -> str:
+    user = user_id or key_user(request)
+    if not user:
+        raise ValidationFailed({"user_id": ["The user_id query parameter is required"]})
+    return authorize(request, user)
+
+
+def _memory_id(memory_id: str) -> str:
+    try:
+        uuid.UUID(memory_id)
+    except ValueError:
+        raise NotFound(f"Memory {memory_id} not found") from None
+    return memory_id
+
+
+@router.get(
+    "/{memory_id}",
+    operation_id="Memories_Get",
+    summary="Get one memory by id.",
+    response_model=schemas.MemoryDetailResponse,
+    responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
+)
+def get_memory(
+    memory_id: str,
+    request: Request,
+    service: Service,
+    user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
+) -> schemas.MemoryDetailResponse:
+    user = _user_for_get(request, user_id)
+    return render.detail(service.get(user, _memory_id(memory_id)))
+
+
+@router.get(
+    "/{memory_id}/history",
+    operation_id="Memories_History",
+    summary="Every change recorded for a memory, oldest first.",
+    response_model=schemas.MemoryHistoryResponse,
+    responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
+)
+def memory_history(
+    memory_id: str,
+    request: Request,
+    service: Service,
+    user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
+) -> schemas.MemoryHistoryResponse:
+    user = _user_for_get(request, user_id)
+    return render.history(memory_id, service.history(user, _memory_id(memory_id)))
+
+
+@router.delete(
+    "",
+    operation_id="Memories_BulkDelete",
+    summary="Hard-delete memories by id: rows, full-text entries, vectors and history.",
+    response_model=schemas.DeleteMemoriesResponse,
+    responses=ERRORS,
+)
+def delete_memories(body: schemas.DeleteMemoriesRequest, request: Request, service: Service) -> schemas.DeleteMemoriesResponse:
+    authorize(request, body.user_id)
+    count = service.delete(body.user_id, body.memory_ids)
+    return schemas.DeleteMemoriesResponse(message=f"Deleted {count} {'memory' if count == 1 else 'memories'}")

@@ -1,0 +1,266 @@
+"""Wire schemas of the REST API, separate from storage records.
+
+Field names, types and limits follow the public Cortadel contract. Requests forbid unknown fields
+(a camelCase body is a 400); explicit ``null`` is accepted for every optional field and means absent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+UserId = Annotated[str, Field(min_length=1, description="User identifier: the namespace of the memory.")]
+Timestamp = Annotated[
+    str | float | None,
+    Field(description="An instant: ISO 8601 (naive means UTC) or Unix seconds."),
+]
+
+
+# -- requests ------------------------------------------------------------------------------------
+class CreateMemoryRequest(Request):
+    user_id: UserId
+    text: str = Field(min_length=1, max_length=50000, description="The statement to remember.")
+    infer: bool | None = Field(None, description="Run fact extraction (default true); false stores the text verbatim.")
+    app: str | None = Field(None, description="Name of the application writing the memory.")
+    memory_type: str | None = Field(None, description="episodic | semantic | procedural.")
+    metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object kept with the memory.")
+    project: str | None = Field(None, description="Project the memory belongs to (extension).")
+    tags: list[str] | None = Field(None, description="Tags (extension).")
+
+
+class ConversationMessageItem(Request):
+    role: str = Field(min_length=1, max_length=20)
+    content: str = Field(min_length=1, max_length=50000)
+    uuid: str | None = Field(None, description="Turn id; ends up in the fact's source_turn_uuids.")
+
+
+class AddConversationRequest(Request):
+    user_id: UserId
+    messages: list[ConversationMessageItem] = Field(min_length=1, max_length=500)
+    is_agent_memory: bool | None = Field(None, description="Extract the assistant's statements instead of the user's.")
+    tags: list[str] | None = None
+    project: str | None = None
+    session_id: str | None = None
+    transcript_path: str | None = None
+
+
+class SearchMemoriesRequest(Request):
+    query: str = Field(min_length=1, max_length=5000)
+    user_id: UserId
+    top_k: int | None = Field(None, ge=1, le=50, description="Results to return (default 10).")
+    mode: str | None = Field(None, description="hybrid (default) | text | vector.")
+    app_name: str | None = Field(None, description="The searching application's name (a label, not a filter).")
+    session_id: str | None = Field(None, description="Only facts stored under this session.")
+    rerank: str | None = Field(None, description='"cross_encoder" to rerank with the configured cross-encoder.')
+    memory_type: str | None = None
+    token_budget: int | None = Field(None, ge=0, le=200000, description="Drop the lowest-ranked hits beyond this many tokens (0: no limit).")
+    expand_query: bool | None = None
+    include_faded: bool | None = None
+    include_session_arm: bool | None = None
+    as_of: Timestamp = Field(None, description="Valid time: facts true at this instant (extension).")
+    known_at: Timestamp = Field(None, description="Record time: facts we held at this instant (extension).")
+    project: str | None = Field(None, description="Only facts of this project (extension).")
+    tag: str | None = Field(None, description="Only facts with this tag (extension).")
+
+
+class DeleteMemoriesRequest(Request):
+    user_id: UserId
+    memory_ids: list[str] = Field(min_length=1)
+
+
+# -- responses -----------------------------------------------------------------------------------
+class MemoryCreatedResponse(Response):
+    id: str | None
+    content: str | None
+    state: str | None
+    created_at: str | None
+    event: str | None
+    app_name: str | None
+    metadata: str | None = Field(description="The memory's metadata as a JSON-encoded string.")
+    error: str | None = None
+
+
+class ConversationIngestItem(Response):
+    id: str | None
+    memory: str | None
+    event: str | None
+    error: str | None
+
+
+class ConversationIngestResponse(Response):
+    results: list[ConversationIngestItem] | None = None
+    no_facts_extracted: bool | None = None
+
+
+class HybridSearchResult(Response):
+    id: str | None
+    content: str | None
+    rrf_score: float
+    created_at: str | None
+    app_name: str | None
+    categories: list[str] | None
+    memory_type: str | None
+    tags: list[str] | None
+    source: str | None
+    global_: bool = Field(alias="global", serialization_alias="global")
+    gist: str | None
+    project_id: str | None
+    member_ids: list[str] | None
+    similar_ids: list[str] | None
+    text_rank: int | None
+    vector_rank: int | None
+    attributes: dict[str, Any] | None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class SearchResponse(Response):
+    query: str | None
+    results: list[HybridSearchResult] | None
+    total: int
+
+
+class MemoryListItemResponse(Response):
+    id: str | None
+    content: str | None
+    created_at: int
+    state: str | None
+    app_id: str | None
+    app_name: str | None
+    categories: list[str] | None
+    memory_type: str | None
+    extraction_status: str | None
+    valid_at: str | None
+    invalid_at: str | None
+    is_current: bool | None
+    is_global: bool
+    metadata_: Any = None
+    # extensions
+    gist: str | None = None
+    tags: list[str] | None = None
+    project: str | None = None
+    session_id: str | None = None
+    source_turn_uuids: list[str] | None = None
+    superseded_by: str | None = None
+    expired_at: str | None = None
+
+
+class MemoryListPagedResponse(Response):
+    items: list[MemoryListItemResponse] | None
+    total: int
+    page: int
+    size: int
+    pages: int
+
+
+class MemoryDetailResponse(Response):
+    id: str | None
+    text: str | None
+    created_at: int
+    state: str | None
+    app_id: str | None
+    app_name: str | None
+    categories: list[str] | None
+    metadata_: Any = None
+    valid_at: str | None
+    invalid_at: str | None
+    is_current: bool
+    superseded_by: str | None
+    is_global: bool
+    # extensions
+    gist: str | None = None
+    memory_type: str | None = None
+    tags: list[str] | None = None
+    project: str | None = None
+    session_id: str | None = None
+    source_turn_uuids: list[str] | None = None
+    transcript_path: str | None = None
+    extraction_status: str | None = None
+    expired_at: str | None = None
+
+
+class HistoryEventResponse(Response):
+    event: str
+    at: str
+    detail: dict[str, Any]
+
+
+class MemoryHistoryResponse(Response):
+    id: str
+    events: list[HistoryEventResponse]
+
+
+class DeleteMemoriesResponse(Response):
+    message: str | None
+
+
+class ReindexResponse(Response):
+    message: str
+    reindexed: int
+    model: str
+    dim: int
+
+
+class ErrorResponse(Response):
+    status: int
+    code: str | None
+    message: str | None
+    detail: str | None
+
+
+class ValidationProblemDetails(BaseModel):
+    type: str | None
+    title: str | None
+    status: int | None
+    detail: str | None
+    errors: dict[str, list[str]] | None
+    instance: str | None = None
+
+
+class MemgraphCheck(Response):
+    ok: bool
+    url: str | None
+    user: str | None
+    latency_ms: int | None
+    error: str | None
+
+
+class EmbeddingCheck(Response):
+    ok: bool
+    provider: str | None
+    model: str | None
+    dim: int | None
+    latency_ms: int | None
+    error: str | None
+
+
+class IndexesCheck(Response):
+    ok: bool
+    model: str | None
+    provider_dim: int | None
+    vector_indexes: list[str] | None
+    mismatches: list[str] | None
+    error: str | None
+
+
+class HealthChecks(Response):
+    memgraph: MemgraphCheck
+    embeddings: EmbeddingCheck
+    indexes: IndexesCheck
+
+
+class HealthResponse(Response):
+    status: str | None
+    checked_at: str | None
+    checks: HealthChecks
+    version: str | None = None

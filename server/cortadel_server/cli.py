@@ -1,0 +1,136 @@
+"""The ``cortadel`` command: a thin shell over the library. Each command builds the core, calls one method."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cortadel_server import __version__
+from cortadel_server.config import Settings
+from cortadel_server.errors import ConfigError, CortadelError
+from cortadel_server.logs import configure_logging
+
+log = logging.getLogger("cortadel")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        data=getattr(args, "data", None),
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from cortadel_server.server import build_app
+
+    settings = _settings(args)
+    configure_logging(settings)
+    if settings.auth_secret is None and settings.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("binding to %s with no CORTADEL_AUTH_SECRET: every memory is open to anyone who can reach this port", settings.host)
+    app = build_app(settings)
+    log.info("Cortadel %s serving on http://%s:%s (data: %s)", __version__, settings.host, settings.port, settings.database_path)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False, log_config=None)
+    return 0
+
+
+def cmd_mint_key(args: argparse.Namespace) -> int:
+    from cortadel_server.auth import mint_key
+
+    settings = _settings(args)
+    if not settings.auth_secret:
+        raise ConfigError("CORTADEL_AUTH_SECRET: set it to mint keys (keys are HMACs under this secret)")
+    print(mint_key(settings.auth_secret, args.user_id))
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from cortadel_server.service import MemoryService
+
+    settings = _settings(args).replace(allow_dim_mismatch=True)
+    configure_logging(settings)
+    service = MemoryService.open(settings)
+    try:
+        total = service.storage.count_memories()
+        with tqdm(total=total, unit="memory", desc=f"re-embedding with {service.model_label}") as bar:
+            count = service.reindex(progress=bar.update)
+        print(f"Re-embedded {count} memories with {service.model_label} (dimension {service.embedder.dim}).")
+    finally:
+        service.close()
+    return 0
+
+
+def cmd_version(args: argparse.Namespace) -> int:
+    print(f"cortadel {__version__}")
+    return 0
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from cortadel_server.openapi import generate_openapi
+
+    text = json.dumps(generate_openapi(), indent=2, sort_keys=True) + "\n"
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from cortadel_server.mcp.stdio import run_stdio
+
+    settings = _settings(args)
+    configure_logging(settings, stream=sys.stderr)
+    run_stdio(settings, user_id=args.user, client_name=args.client, project=args.project)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="cortadel", description="Self-hosted long-term memory for AI agents.")
+    sub = root.add_subparsers(dest="command", required=True)
+
+    def with_data(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--data", help="SQLite database file (CORTADEL_DATA; default ./data/cortadel.db)")
+        return p
+
+    serve = with_data(sub.add_parser("serve", help="run the REST + MCP server"))
+    serve.add_argument("--host", help="interface to bind (CORTADEL_HOST; default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (CORTADEL_PORT; default 3001)")
+    serve.set_defaults(func=cmd_serve)
+
+    mint = sub.add_parser("mint-key", help="print an API key bound to a user (needs CORTADEL_AUTH_SECRET)")
+    mint.add_argument("user_id")
+    mint.set_defaults(func=cmd_mint_key)
+
+    with_data(sub.add_parser("reindex", help="re-embed every memory with the configured embedder")).set_defaults(func=cmd_reindex)
+    sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
+
+    openapi = sub.add_parser("openapi", help="write the generated OpenAPI spec")
+    openapi.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
+    openapi.set_defaults(func=cmd_openapi)
+
+    mcp = with_data(sub.add_parser("mcp", help="serve the MCP tools over stdio for one user"))
+    mcp.add_argument("--user", required=True, help="the user id (namespace) of every tool call")
+    mcp.add_argument("--client", default="stdio", help="client name, recorded as the app name of writes")
+    mcp.add_argument("--project", help="scope the session to a project")
+    mcp.set_defaults(func=cmd_mcp)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    try:
+        code = args.func(args)
+    except CortadelError as exc:
+        print(f"cortadel: {exc}", file=sys.stderr)
+        code = 2
+    sys.exit(code)

@@ -1,0 +1,188 @@
+"""Settings, read once from ``CORTADEL_*`` environment variables (and CLI overrides).
+
+Every setting is declared once in ``SETTINGS``; docs/configuration.md documents each of them and a
+test fails when the two drift apart. A bad value fails at start with a one-line message naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cortadel_server.errors import ConfigError
+
+ENV_PREFIX = "CORTADEL_"
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _float_range(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError("must be a number") from None
+        if not lo <= value <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _optional_text(raw: str) -> str | None:
+    return raw or None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration knob: its field name, parser, default and one-line description."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", _text, "127.0.0.1", "Interface to bind. Anything beyond loopback without an auth secret logs a warning."),
+    Setting("port", _int_range(0, 65535), 3001, "TCP port for REST and MCP."),
+    Setting("data", _text, "./data/cortadel.db", "SQLite database file (created with its folder if missing)."),
+    Setting("database_url", _optional_text, None, "A database URL; when set it wins over `data` (`sqlite:///path/file.db`)."),
+    Setting("auth_secret", _optional_text, None, "HMAC secret for API keys. Unset: every endpoint is open."),
+    Setting("embedder", _choice("wordllama", "onnx", "openai"), "wordllama", "Embedding provider."),
+    Setting("embedder_model", _optional_text, None, "Model for the embedder: wordllama config name (default l2_supercat), the ONNX model directory, or the remote model name."),
+    Setting("embedder_url", _optional_text, None, "Base URL of an OpenAI-compatible embeddings API (e.g. http://localhost:11434/v1)."),
+    Setting("embedder_api_key", _optional_text, None, "API key sent to the embeddings API."),
+    Setting("embedder_dim", _int_range(0, 65536), 0, "Truncate/ask the remote embedder for this dimension (0 = the model's own)."),
+    Setting("reranker", _choice("none", "onnx", "http"), "none", "Cross-encoder used by `rerank: \"cross_encoder\"`."),
+    Setting("reranker_model", _optional_text, None, "ONNX cross-encoder directory, or the model name sent to the HTTP reranker."),
+    Setting("reranker_url", _optional_text, None, "Base URL of a rerank API (TEI, llama.cpp, Jina- or Cohere-compatible)."),
+    Setting("reranker_api_key", _optional_text, None, "API key sent to the rerank API."),
+    Setting("extractor", _choice("rules", "llm"), "rules", "Fact extractor of the write pipeline."),
+    Setting("llm_url", _optional_text, None, "Base URL of an OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, LiteLLM)."),
+    Setting("llm_model", _optional_text, None, "Chat model name for the `llm` extractor."),
+    Setting("llm_api_key", _optional_text, None, "API key sent to the chat API."),
+    Setting("llm_timeout", _float_range(0.1, 600), 30.0, "Seconds before one LLM call is abandoned."),
+    Setting("llm_fallback", _choice("rules", "error"), "rules", "On an LLM outage: fall back to the rules extractor, or report `ERROR` items."),
+    Setting("categories", _optional_text, None, "Comma-separated category taxonomy replacing the built-in one."),
+    Setting("query_timeout", _float_range(0.01, 600), 10.0, "Seconds after which one database query is interrupted."),
+    Setting("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
+    Setting("log_format", _choice("plain", "json"), "plain", "Log line format."),
+    Setting("allow_dim_mismatch", _bool, False, "Start even when stored vectors have another dimension than the embedder (vector search is then degraded until `cortadel reindex`)."),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 3001
+    data: str = "./data/cortadel.db"
+    database_url: str | None = None
+    auth_secret: str | None = None
+    embedder: str = "wordllama"
+    embedder_model: str | None = None
+    embedder_url: str | None = None
+    embedder_api_key: str | None = None
+    embedder_dim: int = 0
+    reranker: str = "none"
+    reranker_model: str | None = None
+    reranker_url: str | None = None
+    reranker_api_key: str | None = None
+    extractor: str = "rules"
+    llm_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout: float = 30.0
+    llm_fallback: str = "rules"
+    categories: str | None = None
+    query_timeout: float = 10.0
+    log_level: str = "info"
+    log_format: str = "plain"
+    allow_dim_mismatch: bool = False
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file this server uses."""
+        url = self.database_url
+        if url:
+            if not url.startswith("sqlite:///"):
+                raise ConfigError(f"CORTADEL_DATABASE_URL: unsupported scheme in {url!r} (expected sqlite:///path)")
+            return Path(url.removeprefix("sqlite:///"))
+        return Path(self.data)
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read every ``CORTADEL_*`` variable; ``overrides`` (CLI flags) win when not None."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw = env.get(setting.env)
+            if raw is None:
+                continue
+            try:
+                values[setting.name] = setting.parse(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{setting.env}={raw!r}: {exc}") from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Cross-field rules that a single parser cannot see."""
+        if self.embedder == "openai" and not self.embedder_url:
+            raise ConfigError("CORTADEL_EMBEDDER_URL: required when CORTADEL_EMBEDDER=openai")
+        if self.embedder == "onnx" and not self.embedder_model:
+            raise ConfigError("CORTADEL_EMBEDDER_MODEL: required when CORTADEL_EMBEDDER=onnx (a directory with model.onnx and tokenizer.json)")
+        if self.reranker == "onnx" and not self.reranker_model:
+            raise ConfigError("CORTADEL_RERANKER_MODEL: required when CORTADEL_RERANKER=onnx")
+        if self.reranker == "http" and not self.reranker_url:
+            raise ConfigError("CORTADEL_RERANKER_URL: required when CORTADEL_RERANKER=http")
+        if self.extractor == "llm" and not (self.llm_url and self.llm_model):
+            raise ConfigError("CORTADEL_LLM_URL: CORTADEL_LLM_URL and CORTADEL_LLM_MODEL are required when CORTADEL_EXTRACTOR=llm")
+        self.database_path  # noqa: B018 - validates the URL scheme

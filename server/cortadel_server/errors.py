@@ -1,0 +1,80 @@
+"""The one exception tree of the server. Foreign errors are translated at their boundary.
+
+    CortadelError
+    ├── ConfigError            a bad setting; the server refuses to start
+    ├── StorageError           the database failed (translated from apsw / psycopg)
+    │   └── DimensionMismatch  stored vectors have another dimension than the embedder
+    ├── ProviderError          an embedder, reranker or LLM failed or timed out
+    │   └── MissingDependency  an optional package for a provider is not installed
+    └── RequestError           the caller's fault; carries the HTTP status and error code
+        ├── NotFound           404 not_found
+        ├── Unauthorized       401 unauthorized
+        ├── Forbidden          403 forbidden
+        ├── ValidationFailed   400 validation_error, with per-field messages
+        └── PayloadTooLarge    413 payload_too_large
+"""
+
+from __future__ import annotations
+
+
+class CortadelError(Exception):
+    """Base of every error the server raises on purpose."""
+
+
+class ConfigError(CortadelError):
+    """A setting is missing or malformed. The message names the setting, on one line."""
+
+
+class StorageError(CortadelError):
+    """The database failed."""
+
+
+class DimensionMismatch(StorageError):
+    """Stored vectors do not have the configured embedder's dimension."""
+
+
+class ProviderError(CortadelError):
+    """An external or local model provider failed."""
+
+
+class MissingDependency(ProviderError):
+    """An optional dependency of a provider is not installed."""
+
+
+class RequestError(CortadelError):
+    status: int = 400
+    code: str = "bad_request"
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class NotFound(RequestError):
+    status = 404
+    code = "not_found"
+
+
+class Unauthorized(RequestError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(RequestError):
+    status = 403
+    code = "forbidden"
+
+
+class PayloadTooLarge(RequestError):
+    status = 413
+    code = "payload_too_large"
+
+
+class ValidationFailed(RequestError):
+    status = 400
+    code = "validation_error"
+
+    def __init__(self, errors: dict[str, list[str]], message: str = "One or more validation errors occurred.") -> None:
+        super().__init__(message)
+        self.errors = errors

@@ -1,0 +1,28 @@
+"""The served application: REST and MCP on one port over one MemoryService, plus the job worker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from cortadel_server.api.app import create_app
+from cortadel_server.config import Settings
+from cortadel_server.service import MemoryService
+
+
+def build_app(settings: Settings, service: MemoryService | None = None) -> FastAPI:
+    service = service or MemoryService.open(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.start_background()
+        try:
+            yield
+        finally:
+            service.close()
+
+    app = create_app(settings, lifespan=lifespan)
+    app.state.service = service
+    return app

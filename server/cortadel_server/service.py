@@ -1,0 +1,217 @@
+"""The memory service: the one core that REST and MCP both call.
+
+It owns the storage, the providers, the retriever and the write pipeline, and speaks in domain
+terms (records, hits, write outcomes). The front doors translate to and from their wire formats.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cortadel_server import __version__
+from cortadel_server.config import Settings
+from cortadel_server.errors import DimensionMismatch, NotFound
+from cortadel_server.pipeline.writer import ConversationTurn, WriteOutcome, Writer
+from cortadel_server.providers import build_embedder, build_reranker
+from cortadel_server.providers.embedding.base import Embedder
+from cortadel_server.providers.reranking.base import Reranker
+from cortadel_server.retrieval.search import Hit, Retriever, SearchRequest
+from cortadel_server.storage import open_storage
+from cortadel_server.storage.base import HistoryEntry, MemoryFilters, MemoryRecord, Storage
+
+log = logging.getLogger("cortadel")
+
+
+@dataclass(frozen=True)
+class Check:
+    ok: bool
+    latency_ms: int | None = None
+    error: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    checked_at: float
+    database: Check
+    embeddings: Check
+    indexes: Check
+
+
+class MemoryService:
+    def __init__(self, settings: Settings, storage: Storage, embedder: Embedder, reranker: Reranker | None) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.embedder = embedder
+        self.reranker = reranker
+        self.retriever = Retriever(storage, embedder, reranker)
+        self.writer = Writer.from_settings(settings, storage, embedder, self.retriever)
+
+    @classmethod
+    def open(cls, settings: Settings) -> MemoryService:
+        """Open storage and providers, then run the dimension guard."""
+        storage = open_storage(settings)
+        embedder = build_embedder(settings)
+        service = cls(settings, storage, embedder, build_reranker(settings))
+        service.guard_dimension()
+        return service
+
+    def start_background(self) -> None:
+        """Start the off-request-path work (the enrichment job worker)."""
+        self.writer.start_background()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.storage.close()
+
+    # -- startup ---------------------------------------------------------------------------------
+    def guard_dimension(self) -> None:
+        info = self.storage.index_info()
+        if info.dim is None:
+            self.storage.ensure_vector_index(self.embedder.dim, self.model_label)
+            return
+        if info.dim != self.embedder.dim and not self.settings.allow_dim_mismatch:
+            raise DimensionMismatch(
+                f"stored vectors have dimension {info.dim} ({info.model}) but the embedder "
+                f"{self.model_label} gives {self.embedder.dim}: run `cortadel reindex` to re-embed, "
+                "or set CORTADEL_ALLOW_DIM_MISMATCH=true to start anyway"
+            )
+
+    @property
+    def model_label(self) -> str:
+        return f"{self.embedder.provider}/{self.embedder.model}"
+
+    # -- writes ----------------------------------------------------------------------------------
+    def add(
+        self,
+        user_id: str,
+        text: str,
+        *,
+        infer: bool = True,
+        app_name: str | None = None,
+        memory_type: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        project: str | None = None,
+        tags: Sequence[str] = (),
+        source: str = "add",
+    ) -> WriteOutcome:
+        return self.writer.add_text(
+            user_id,
+            text,
+            infer=infer,
+            app_name=app_name,
+            memory_type=memory_type,
+            metadata=metadata or {},
+            project=project,
+            tags=list(tags),
+            source=source,
+        )
+
+    def add_conversation(
+        self,
+        user_id: str,
+        turns: Sequence[ConversationTurn],
+        *,
+        is_agent_memory: bool = False,
+        app_name: str | None = None,
+        tags: Sequence[str] = (),
+        project: str | None = None,
+        session_id: str | None = None,
+        transcript_path: str | None = None,
+    ) -> list[WriteOutcome]:
+        return self.writer.add_conversation(
+            user_id,
+            turns,
+            is_agent_memory=is_agent_memory,
+            app_name=app_name,
+            tags=list(tags),
+            project=project,
+            session_id=session_id,
+            transcript_path=transcript_path,
+        )
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        return self.storage.delete_memories(user_id, ids)
+
+    # -- reads -----------------------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> list[Hit]:
+        return self.retriever.search(request)
+
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord:
+        record = self.storage.get_memory(user_id, memory_id)
+        if record is None:
+            raise NotFound(f"Memory {memory_id} not found")
+        return record
+
+    def list(
+        self, user_id: str, filters: MemoryFilters, *, page: int, size: int, search_query: str | None = None
+    ) -> tuple[list[MemoryRecord], int]:
+        if not search_query:
+            return self.storage.list_memories(user_id, filters, offset=(page - 1) * size, limit=size)
+        # Hybrid search inside the listing: relevance order, paged over the fused candidates.
+        hits = self.retriever.search(SearchRequest(user_id, search_query, top_k=200, filters=filters))
+        start = (page - 1) * size
+        return [h.memory for h in hits[start : start + size]], len(hits)
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        self.get(user_id, memory_id)
+        return self.storage.history(user_id, memory_id)
+
+    # -- operations ------------------------------------------------------------------------------
+    def health(self) -> Health:
+        started = time.perf_counter()
+        try:
+            self.storage.ping()
+            database = Check(True, _ms(started), fields={"url": f"{self.storage.backend}://{self.storage.location}"})
+        except Exception as exc:  # any failure is the health check's answer, not a crash
+            database = Check(False, _ms(started), str(exc), {"url": f"{self.storage.backend}://{self.storage.location}"})
+        started = time.perf_counter()
+        embed_fields = {"provider": self.embedder.provider, "model": self.embedder.model, "dim": self.embedder.dim}
+        try:
+            vector = self.embedder.embed(["health check"])
+            ok = vector.shape == (1, self.embedder.dim)
+            embeddings = Check(ok, _ms(started), None if ok else f"embedder returned shape {vector.shape}", embed_fields)
+        except Exception as exc:
+            embeddings = Check(False, _ms(started), str(exc), embed_fields)
+        try:
+            info = self.storage.index_info()
+            mismatches = (
+                [f"{name}: dimension {info.dim} != embedder {self.embedder.dim}" for name in info.vector_indexes]
+                if info.dim is not None and info.dim != self.embedder.dim
+                else []
+            )
+            indexes = Check(
+                not mismatches,
+                error="vector dimension mismatch: run `cortadel reindex`" if mismatches else None,
+                fields={"model": info.model, "provider_dim": self.embedder.dim,
+                        "vector_indexes": info.vector_indexes, "mismatches": mismatches},
+            )
+        except Exception as exc:
+            indexes = Check(False, error=str(exc), fields={"provider_dim": self.embedder.dim,
+                                                            "vector_indexes": [], "mismatches": []})
+        return Health(database.ok and embeddings.ok and indexes.ok, time.time(), database, embeddings, indexes)
+
+    def reindex(self, progress: Any = None, batch: int = 256) -> int:
+        """Re-embed every memory with the configured embedder. Returns how many were embedded."""
+        self.storage.rebuild_vector_index(self.embedder.dim, self.model_label)
+        done = 0
+        for rows in self.storage.iter_texts(batch):
+            vectors = self.embedder.embed([text for _, _, text in rows])
+            self.storage.set_embeddings([(u, m, v) for (u, m, _), v in zip(rows, vectors, strict=True)])
+            done += len(rows)
+            if progress is not None:
+                progress(len(rows))
+        return done
+
+    @property
+    def version(self) -> str:
+        return __version__
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)

@@ -1,0 +1,248 @@
+"""The storage seam: records, filters and the interface every backend implements.
+
+Callers (the write pipeline, retrieval, the API services) only ever see ``Storage``; which backend
+sits behind it is decided once, by ``open_storage`` from the settings. Every method takes the
+``user_id`` it acts for, and no implementation may return a row of another user.
+
+Times are Unix seconds as floats (UTC). Valid time is ``valid_at``/``invalid_at`` (when the fact was
+true in the world); record time is ``created_at``/``expired_at`` (when we believed it).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: memory.state values
+ACTIVE = "active"
+SUPERSEDED = "superseded"
+INVALIDATED = "invalidated"
+RESOLVED = "resolved"
+
+MEMORY_TYPES = ("episodic", "semantic", "procedural")
+
+
+@dataclass
+class MemoryRecord:
+    """One stored fact, with both time axes and its provenance."""
+
+    id: str
+    user_id: str
+    text: str
+    created_at: float
+    fingerprint: str = ""
+    gist: str | None = None
+    memory_type: str = "semantic"
+    categories: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    project: str | None = None
+    app_name: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    state: str = ACTIVE
+    source_turn_uuids: list[str] = field(default_factory=list)
+    transcript_path: str | None = None
+    extraction_status: str = "done"
+    valid_at: float | None = None
+    invalid_at: float | None = None
+    expired_at: float | None = None
+    superseded_by: str | None = None
+    updated_at: float | None = None
+
+    @property
+    def is_current(self) -> bool:
+        """Still believed and still true: neither expired in record time nor ended in valid time."""
+        return self.expired_at is None and self.invalid_at is None
+
+
+@dataclass(frozen=True)
+class MemoryFilters:
+    """Which of a user's memories an operation sees. The default: current facts only.
+
+    ``as_of`` (valid time) and ``known_at`` (record time) turn the filter into a point-in-time
+    view; either one lifts the current-only rule for the past it asks about.
+    """
+
+    session_id: str | None = None
+    memory_type: str | None = None
+    app_name: str | None = None
+    project: str | None = None
+    tag: str | None = None
+    categories: tuple[str, ...] = ()
+    include_superseded: bool = False
+    as_of: float | None = None
+    known_at: float | None = None
+    ids: tuple[str, ...] = ()
+
+    @property
+    def current_only(self) -> bool:
+        return not (self.include_superseded or self.as_of is not None or self.known_at is not None)
+
+    @property
+    def narrows(self) -> bool:
+        """True when anything beyond the current-facts rule restricts the rows."""
+        return bool(
+            self.session_id or self.memory_type or self.app_name or self.project or self.tag
+            or self.categories or self.ids or not self.current_only
+        )
+
+
+@dataclass(frozen=True)
+class ScoredId:
+    id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    memory_id: str
+    event: str
+    at: float
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    name: str
+    kind: str
+    canonical: str
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    kind: str
+    user_id: str
+    memory_id: str | None
+    payload: dict[str, Any]
+    attempts: int
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What the vector index holds, for the health check and the dimension guard."""
+
+    dim: int | None
+    model: str | None
+    vector_indexes: list[str]
+
+
+class Storage(abc.ABC):
+    """A user-namespaced memory store with full-text and vector arms, history, entities and jobs."""
+
+    backend: str
+    location: str
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def ping(self) -> None:
+        """Run a trivial query; raise StorageError when the database is unreachable."""
+
+    @abc.abstractmethod
+    def write(self) -> AbstractContextManager[None]:
+        """One serialised write transaction. Everything inside commits or rolls back together."""
+
+    # -- memories --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None: ...
+
+    @abc.abstractmethod
+    def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
+        """Set the named MemoryRecord fields. Leaving the current set removes the vector from the
+        current-fact index; the row, its text and its embedding stay for history."""
+
+    @abc.abstractmethod
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None: ...
+
+    @abc.abstractmethod
+    def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+
+    @abc.abstractmethod
+    def list_memories(
+        self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
+    ) -> tuple[list[MemoryRecord], int]:
+        """Newest first (record time), with the total count of rows matching ``filters``."""
+
+    @abc.abstractmethod
+    def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
+        """The current memory whose normalised text has this fingerprint, if any."""
+
+    @abc.abstractmethod
+    def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
+        """Hard delete: rows, full-text entries, vectors, history, entity links. Returns the count."""
+
+    # -- retrieval arms --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def text_search(self, user_id: str, query: str, filters: MemoryFilters, limit: int) -> list[ScoredId]:
+        """BM25 over the user's memories; higher score is better."""
+
+    @abc.abstractmethod
+    def vector_search(
+        self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
+    ) -> list[ScoredId]:
+        """Nearest neighbours by cosine similarity; higher score is better."""
+
+    # -- history ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]: ...
+
+    # -- entities --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def link_entities(self, user_id: str, memory_id: str, mentions: Sequence[EntityMention]) -> None: ...
+
+    @abc.abstractmethod
+    def memories_for_entities(self, user_id: str, canonicals: Sequence[str], filters: MemoryFilters, limit: int) -> list[ScoredId]:
+        """Memories linked to any of the entities, scored by how many of them they mention."""
+
+    @abc.abstractmethod
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        """Every alias (folded) → canonical name known for the user."""
+
+    # -- jobs ------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    def claim_job(self, now: float) -> Job | None:
+        """Take the oldest due job; it stays claimed until finished, failed, or the server restarts."""
+
+    @abc.abstractmethod
+    def finish_job(self, job_id: int) -> None: ...
+
+    @abc.abstractmethod
+    def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
+        """Record a failure: retried at ``retry_at``, or given up when it is None."""
+
+    # -- vectors ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def index_info(self) -> IndexInfo: ...
+
+    @abc.abstractmethod
+    def ensure_vector_index(self, dim: int, model: str) -> None:
+        """Create the vector index for ``dim`` when there is none yet."""
+
+    @abc.abstractmethod
+    def iter_texts(self, batch: int) -> Iterator[list[tuple[str, str, str]]]:
+        """Every memory of every user, as batches of (user_id, memory_id, text), for reindexing."""
+
+    @abc.abstractmethod
+    def rebuild_vector_index(self, dim: int, model: str) -> None:
+        """Drop the vector index and create an empty one of ``dim``; embeddings must be re-set."""
+
+    @abc.abstractmethod
+    def set_embeddings(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        """(user_id, memory_id, vector) triples: store each and index the current ones."""
+
+    @abc.abstractmethod
+    def count_memories(self) -> int: ...

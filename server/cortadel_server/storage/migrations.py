@@ -1,0 +1,141 @@
+"""Schema migrations for the SQLite backend: named steps, applied once each, in order, recorded.
+
+Add a step by appending to ``MIGRATIONS``; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+
+@dataclass(frozen=True)
+class Migration:
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "0001_memories",
+        """
+        CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            text TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            gist TEXT,
+            memory_type TEXT NOT NULL DEFAULT 'semantic',
+            categories TEXT NOT NULL DEFAULT '[]',
+            tags TEXT NOT NULL DEFAULT '[]',
+            project TEXT,
+            app_name TEXT,
+            session_id TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            state TEXT NOT NULL DEFAULT 'active',
+            source_turn_uuids TEXT NOT NULL DEFAULT '[]',
+            transcript_path TEXT,
+            extraction_status TEXT NOT NULL DEFAULT 'done',
+            valid_at REAL,
+            invalid_at REAL,
+            created_at REAL NOT NULL,
+            expired_at REAL,
+            superseded_by TEXT,
+            updated_at REAL,
+            embedding BLOB
+        );
+        CREATE INDEX memories_user_created ON memories(user_id, created_at DESC);
+        CREATE INDEX memories_user_fingerprint ON memories(user_id, fingerprint);
+        CREATE INDEX memories_user_session ON memories(user_id, session_id);
+
+        -- External-content FTS: the text lives once, in memories. user_key is a per-user token so a
+        -- MATCH narrows to one user inside the index instead of ranking every user's rows.
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, user_key, content='memories', content_rowid='rowid', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text, user_key) VALUES (new.rowid, new.text, new.user_key);
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, user_key)
+                VALUES ('delete', old.rowid, old.text, old.user_key);
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, user_key)
+                VALUES ('delete', old.rowid, old.text, old.user_key);
+            INSERT INTO memories_fts(rowid, text, user_key) VALUES (new.rowid, new.text, new.user_key);
+        END;
+
+        -- Bumped on every change to a user's memories; readers use it to know a cache is stale,
+        -- also when another process (cortadel mcp over stdio) wrote to the same file.
+        CREATE TABLE user_versions (user_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+
+        CREATE TABLE memory_events (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            at REAL NOT NULL,
+            detail TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX memory_events_memory ON memory_events(user_id, memory_id, id);
+
+        CREATE TABLE entities (
+            id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            UNIQUE (user_id, canonical)
+        );
+        CREATE TABLE entity_aliases (
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            alias TEXT NOT NULL,
+            PRIMARY KEY (entity_id, alias)
+        ) WITHOUT ROWID;
+        CREATE TABLE memory_entities (
+            memory_id TEXT NOT NULL,
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_id, entity_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_entities_entity ON memory_entities(entity_id);
+
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            memory_id TEXT,
+            payload TEXT NOT NULL DEFAULT '{}',
+            status TEXT NOT NULL DEFAULT 'queued',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            run_after REAL NOT NULL,
+            last_error TEXT,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX jobs_due ON jobs(status, run_after);
+
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        """,
+    ),
+)
+
+
+def migrate(conn: apsw.Connection) -> list[str]:
+    """Apply every pending migration, each in its own transaction. Returns the names applied."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    applied = []
+    for step in MIGRATIONS:
+        if step.name in done:
+            continue
+        with conn:  # savepoint: the step and its record commit together
+            conn.execute(step.sql)
+            conn.execute(
+                "INSERT INTO schema_migrations(name, applied_at) VALUES (?, datetime('now'))", (step.name,)
+            )
+        applied.append(step.name)
+    return applied

@@ -1,0 +1,580 @@
+"""The embedded backend: one SQLite file in WAL mode, FTS5 for BM25, exact cosine search in numpy.
+
+Writer discipline: one write connection, taken under a lock with ``BEGIN IMMEDIATE``; reads go
+through one connection per thread. Inside ``write()`` the writing thread reads through the write
+connection, so a check-then-insert (dedup) sees its own transaction. Every query runs under a time
+limit enforced by SQLite's progress handler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+from cortadel_server.errors import StorageError
+from cortadel_server.storage.base import (
+    EntityMention,
+    HistoryEntry,
+    IndexInfo,
+    Job,
+    MemoryFilters,
+    MemoryRecord,
+    ScoredId,
+    Storage,
+)
+from cortadel_server.storage.migrations import migrate
+from cortadel_server.text import words
+
+_JSON_FIELDS = ("categories", "tags", "metadata", "source_turn_uuids")
+_COLUMNS = (
+    "id", "user_id", "text", "fingerprint", "gist", "memory_type", "categories", "tags", "project",
+    "app_name", "session_id", "metadata", "state", "source_turn_uuids", "transcript_path",
+    "extraction_status", "valid_at", "invalid_at", "created_at", "expired_at", "superseded_by",
+    "updated_at",
+)
+_SELECT = "SELECT " + ", ".join(_COLUMNS) + " FROM memories"
+_UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "created_at"}
+
+# Words too common to carry evidence in a BM25 OR-query; they only slow ranking down.
+_STOPWORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have he her hers him his how i "
+    "if in into is it its me my no not of on or our ours she so than that the their them then there these they "
+    "this to too up us was we were what when where which who whom why will with would you your yours".split()
+)
+
+
+def user_key(user_id: str) -> str:
+    """A single FTS token standing for one user (user ids may hold any characters)."""
+    return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 OR-query of the query's words, each quoted so no word is read as syntax."""
+    tokens = words(query)
+    kept = [t for t in tokens if t not in _STOPWORDS] or tokens
+    unique = list(dict.fromkeys(t.replace('"', "") for t in kept if t.replace('"', "")))
+    if not unique:
+        return None
+    return " OR ".join(f'"{t}"' for t in unique)
+
+
+@dataclass
+class _UserVectors:
+    version: int
+    rowids: np.ndarray
+    ids: list[str]
+    matrix: np.ndarray
+    current: np.ndarray
+
+
+class _VectorCache:
+    """Per-user matrices of embeddings, checked against the user's version on every read.
+
+    Bounded by the number of vectors held (least recently used users are dropped first).
+    """
+
+    def __init__(self, max_vectors: int = 2_000_000) -> None:
+        self._users: OrderedDict[str, _UserVectors] = OrderedDict()
+        self._max = max_vectors
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str, version: int) -> _UserVectors | None:
+        with self._lock:
+            entry = self._users.get(user_id)
+            if entry is None or entry.version != version:
+                return None
+            self._users.move_to_end(user_id)
+            return entry
+
+    def put(self, user_id: str, entry: _UserVectors) -> None:
+        with self._lock:
+            old = self._users.pop(user_id, None)
+            if old is not None:
+                self._held -= len(old.ids)
+            self._users[user_id] = entry
+            self._held += len(entry.ids)
+            while self._held > self._max and len(self._users) > 1:
+                _, dropped = self._users.popitem(last=False)
+                self._held -= len(dropped.ids)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._users.clear()
+            self._held = 0
+
+
+class _Connection(apsw.Connection):
+    """A connection that carries the deadline of the query it is running."""
+
+    deadline: float = float("inf")
+
+    def past_deadline(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+class SqliteStorage(Storage):
+    backend = "sqlite"
+
+    def __init__(self, path: Path, *, query_timeout: float = 10.0) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._query_timeout = query_timeout
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        self._write_owner: int | None = None
+        self._vectors = _VectorCache()
+        self._all_conns: list[_Connection] = []
+        self._conns_lock = threading.Lock()
+        with self._translate():
+            self._writer = self._connect()
+            # WAL is a property of the file; switch it on outside any transaction.
+            self._writer.execute("PRAGMA journal_mode=WAL")
+            migrate(self._writer)
+
+    # -- connections -----------------------------------------------------------------------------
+    def _connect(self) -> _Connection:
+        conn = _Connection(str(self.path))
+        conn.set_busy_timeout(int(self._query_timeout * 1000))
+        conn.execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
+        conn.set_progress_handler(conn.past_deadline, 10_000)
+        with self._conns_lock:
+            self._all_conns.append(conn)
+        return conn
+
+    def _conn(self) -> _Connection:
+        if self._write_owner == threading.get_ident():
+            return self._writer
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    @contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except apsw.InterruptError:
+            raise StorageError(f"query interrupted after {self._query_timeout:g} s") from None
+        except apsw.Error as exc:
+            raise StorageError(f"database error: {exc}") from exc
+
+    def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        conn = self._conn()
+        conn.deadline = time.monotonic() + self._query_timeout
+        try:
+            with self._translate():
+                return list(conn.execute(sql, params))
+        finally:
+            conn.deadline = float("inf")
+
+    def _exec(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> None:
+        self._rows(sql, params)
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._all_conns:
+                conn.close()
+            self._all_conns.clear()
+
+    def ping(self) -> None:
+        self._rows("SELECT 1")
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        me = threading.get_ident()
+        if self._write_owner == me:  # nested: part of the enclosing transaction
+            yield
+            return
+        with self._write_lock:
+            self._write_owner = me
+            try:
+                self._exec("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    self._exec("ROLLBACK")
+                    raise
+                self._exec("COMMIT")
+            finally:
+                self._write_owner = None
+
+    def _bump(self, user_id: str) -> None:
+        self._exec(
+            "INSERT INTO user_versions(user_id, version) VALUES (?, 1) "
+            "ON CONFLICT(user_id) DO UPDATE SET version = version + 1",
+            (user_id,),
+        )
+
+    # -- memories --------------------------------------------------------------------------------
+    def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
+        values = {name: getattr(memory, name) for name in _COLUMNS}
+        for name in _JSON_FIELDS:
+            values[name] = json.dumps(values[name])
+        values["user_key"] = user_key(memory.user_id)
+        values["embedding"] = np.asarray(embedding, dtype=np.float32).tobytes()
+        names = list(values)
+        with self.write():
+            self._exec(
+                f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", values
+            )
+            self._bump(memory.user_id)
+
+    def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = {k: json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()}
+        assignments = ", ".join(f"{k} = :{k}" for k in values)
+        with self.write():
+            self._exec(
+                f"UPDATE memories SET {assignments} WHERE user_id = :_user AND id = :_id",
+                {**values, "_user": user_id, "_id": memory_id},
+            )
+            self._bump(user_id)
+
+    @staticmethod
+    def _record(row: tuple[Any, ...]) -> MemoryRecord:
+        values = dict(zip(_COLUMNS, row, strict=True))
+        for name in _JSON_FIELDS:
+            values[name] = json.loads(values[name])
+        return MemoryRecord(**values)
+
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        rows = self._rows(_SELECT + " WHERE user_id = ? AND id = ?", (user_id, memory_id))
+        return self._record(rows[0]) if rows else None
+
+    def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            _SELECT + " WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (user_id, json.dumps(list(ids))),
+        )
+        return {r.id: r for r in map(self._record, rows)}
+
+    @staticmethod
+    def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
+        p = alias
+        clauses = [f"{p}user_id = ?"]
+        params: list[Any] = [user_id]
+        if filters.known_at is not None:
+            # What we believed at known_at: recorded by then, not yet expired by then.
+            clauses.append(f"{p}created_at <= ? AND ({p}expired_at IS NULL OR {p}expired_at > ?)")
+            params += [filters.known_at, filters.known_at]
+        if filters.as_of is not None:
+            # What was true at as_of: valid from before it (or from when recorded) and not ended.
+            clauses.append(
+                f"COALESCE({p}valid_at, {p}created_at) <= ? AND ({p}invalid_at IS NULL OR {p}invalid_at > ?)"
+            )
+            params += [filters.as_of, filters.as_of]
+            if filters.known_at is None and not filters.include_superseded:
+                # Retractions and corrections made later do not rewrite what was true then, but a
+                # row we expired without ending its valid time (a deletion of belief) stays out.
+                clauses.append(f"({p}expired_at IS NULL OR {p}invalid_at IS NOT NULL)")
+        if filters.current_only:
+            clauses.append(f"{p}expired_at IS NULL AND {p}invalid_at IS NULL")
+        for column in ("session_id", "memory_type", "app_name", "project"):
+            value = getattr(filters, column)
+            if value is not None:
+                clauses.append(f"{p}{column} = ?")
+                params.append(value)
+        if filters.tag is not None:
+            clauses.append(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE value = ?)")
+            params.append(filters.tag)
+        if filters.categories:
+            clauses.append(
+                f"EXISTS (SELECT 1 FROM json_each({p}categories) WHERE value IN (SELECT value FROM json_each(?)))"
+            )
+            params.append(json.dumps(list(filters.categories)))
+        if filters.ids:
+            clauses.append(f"{p}id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(list(filters.ids)))
+        return " AND ".join(clauses), params
+
+    def list_memories(
+        self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
+    ) -> tuple[list[MemoryRecord], int]:
+        where, params = self._where(user_id, filters)
+        total = self._rows(f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
+        rows = self._rows(
+            f"{_SELECT} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [self._record(r) for r in rows], total
+
+    def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
+        rows = self._rows(
+            _SELECT + " WHERE user_id = ? AND fingerprint = ? AND expired_at IS NULL AND invalid_at IS NULL "
+            "ORDER BY created_at LIMIT 1",
+            (user_id, fingerprint),
+        )
+        return self._record(rows[0]) if rows else None
+
+    def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        id_list = json.dumps(list(ids))
+        with self.write():
+            existing = [
+                r[0]
+                for r in self._rows(
+                    "SELECT id FROM memories WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
+                    (user_id, id_list),
+                )
+            ]
+            if not existing:
+                return 0
+            found = json.dumps(existing)
+            self._exec("DELETE FROM memories WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))", (user_id, found))
+            self._exec("DELETE FROM memory_events WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
+            self._exec("DELETE FROM memory_entities WHERE memory_id IN (SELECT value FROM json_each(?))", (found,))
+            self._exec("DELETE FROM jobs WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
+            # Entities nobody mentions any more go too: deletion really deletes.
+            self._exec(
+                "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM memory_entities)",
+                (user_id,),
+            )
+            self._bump(user_id)
+            return len(existing)
+
+    # -- retrieval arms --------------------------------------------------------------------------
+    def text_search(self, user_id: str, query: str, filters: MemoryFilters, limit: int) -> list[ScoredId]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = self._where(user_id, filters, alias="m.")
+        rows = self._rows(
+            f"""SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank
+                FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+                WHERE memories_fts MATCH ? AND {where}
+                ORDER BY rank LIMIT ?""",
+            [f'user_key:{user_key(user_id)} AND ({match})', *params, limit],
+        )
+        return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
+
+    def _user_vectors(self, user_id: str) -> _UserVectors | None:
+        version_rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
+        if not version_rows:
+            return None
+        version = version_rows[0][0]
+        cached = self._vectors.get(user_id, version)
+        if cached is not None:
+            return cached
+        rows = self._rows(
+            "SELECT rowid, id, embedding, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+            "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
+            (user_id,),
+        )
+        if not rows:
+            return None
+        dim = len(rows[0][2]) // 4
+        matrix = np.frombuffer(b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows), dtype=np.float32)
+        entry = _UserVectors(
+            version=version,
+            rowids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            ids=[r[1] for r in rows],
+            matrix=matrix.reshape(len(rows), dim),
+            current=np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows)),
+        )
+        self._vectors.put(user_id, entry)
+        return entry
+
+    def vector_search(
+        self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
+    ) -> list[ScoredId]:
+        entry = self._user_vectors(user_id)
+        if entry is None or entry.matrix.shape[1] != len(vector):
+            return []
+        if filters.narrows:
+            where, params = self._where(user_id, filters)
+            allowed = np.fromiter(
+                (r[0] for r in self._rows(f"SELECT rowid FROM memories WHERE {where}", params)), dtype=np.int64
+            )
+            mask = np.isin(entry.rowids, allowed)
+        else:
+            mask = entry.current
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return []
+        scores = entry.matrix[candidates] @ np.asarray(vector, dtype=np.float32)
+        k = min(limit, candidates.size)
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [ScoredId(entry.ids[candidates[i]], float(scores[i])) for i in top]
+
+    # -- history ---------------------------------------------------------------------------------
+    def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
+        with self.write():
+            self._exec(
+                "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)",
+                (user_id, memory_id, event, at, json.dumps(detail)),
+            )
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        rows = self._rows(
+            "SELECT memory_id, event, at, detail FROM memory_events WHERE user_id = ? AND memory_id = ? ORDER BY id",
+            (user_id, memory_id),
+        )
+        return [HistoryEntry(m, e, at, json.loads(d)) for m, e, at, d in rows]
+
+    # -- entities --------------------------------------------------------------------------------
+    def link_entities(self, user_id: str, memory_id: str, mentions: Sequence[EntityMention]) -> None:
+        with self.write():
+            for mention in mentions:
+                self._exec(
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (?, ?, ?) "
+                    "ON CONFLICT(user_id, canonical) DO NOTHING",
+                    (user_id, mention.canonical, mention.kind),
+                )
+                entity_id = self._rows(
+                    "SELECT id FROM entities WHERE user_id = ? AND canonical = ?", (user_id, mention.canonical)
+                )[0][0]
+                for alias in {mention.canonical.lower(), mention.name.lower()}:
+                    self._exec(
+                        "INSERT OR IGNORE INTO entity_aliases(entity_id, alias) VALUES (?, ?)", (entity_id, alias)
+                    )
+                self._exec(
+                    "INSERT OR IGNORE INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", (memory_id, entity_id)
+                )
+
+    def memories_for_entities(
+        self, user_id: str, canonicals: Sequence[str], filters: MemoryFilters, limit: int
+    ) -> list[ScoredId]:
+        if not canonicals:
+            return []
+        where, params = self._where(user_id, filters, alias="m.")
+        rows = self._rows(
+            f"""SELECT m.id, count(*) AS hits FROM entities e
+                JOIN memory_entities me ON me.entity_id = e.id
+                JOIN memories m ON m.id = me.memory_id
+                WHERE e.user_id = ? AND e.canonical IN (SELECT value FROM json_each(?)) AND {where}
+                GROUP BY m.id ORDER BY hits DESC, m.created_at DESC LIMIT ?""",
+            [user_id, json.dumps(list(canonicals)), *params, limit],
+        )
+        return [ScoredId(memory_id, float(hits)) for memory_id, hits in rows]
+
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        rows = self._rows(
+            "SELECT a.alias, e.canonical FROM entity_aliases a JOIN entities e ON e.id = a.entity_id WHERE e.user_id = ?",
+            (user_id,),
+        )
+        return dict(rows)
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
+        now = time.time()
+        with self.write():
+            self._exec(
+                "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (kind, user_id, memory_id, json.dumps(payload), now, now),
+            )
+
+    def claim_job(self, now: float) -> Job | None:
+        with self.write():
+            rows = self._rows(
+                "SELECT id, kind, user_id, memory_id, payload, attempts FROM jobs "
+                "WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 1",
+                (now,),
+            )
+            if not rows:
+                return None
+            job_id, kind, user_id, memory_id, payload, attempts = rows[0]
+            self._exec("UPDATE jobs SET status = 'running', attempts = attempts + 1 WHERE id = ?", (job_id,))
+            return Job(job_id, kind, user_id, memory_id, json.loads(payload), attempts + 1)
+
+    def requeue_running_jobs(self) -> int:
+        """Jobs a previous process claimed but never finished go back to the queue."""
+        with self.write():
+            count = self._rows("SELECT count(*) FROM jobs WHERE status = 'running'")[0][0]
+            self._exec("UPDATE jobs SET status = 'queued' WHERE status = 'running'")
+            return count
+
+    def finish_job(self, job_id: int) -> None:
+        with self.write():
+            self._exec("DELETE FROM jobs WHERE id = ?", (job_id,))
+
+    def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
+        with self.write():
+            if retry_at is None:
+                self._exec("UPDATE jobs SET status = 'failed', last_error = ? WHERE id = ?", (error, job_id))
+            else:
+                self._exec(
+                    "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ? WHERE id = ?",
+                    (error, retry_at, job_id),
+                )
+
+    def pending_jobs(self) -> int:
+        return self._rows("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0]
+
+    # -- vectors ---------------------------------------------------------------------------------
+    def _meta(self, key: str) -> str | None:
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._exec("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def index_info(self) -> IndexInfo:
+        dim = self._meta("vector_dim")
+        return IndexInfo(
+            dim=int(dim) if dim else None,
+            model=self._meta("vector_model"),
+            vector_indexes=[f"memories.embedding[{dim}] cosine"] if dim else [],
+        )
+
+    def ensure_vector_index(self, dim: int, model: str) -> None:
+        with self.write():
+            if self._meta("vector_dim") is None:
+                self._set_meta("vector_dim", str(dim))
+                self._set_meta("vector_model", model)
+
+    def iter_texts(self, batch: int) -> Iterator[list[tuple[str, str, str]]]:
+        last = 0
+        while True:
+            rows = self._rows(
+                "SELECT rowid, user_id, id, text FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
+            )
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [(u, i, t) for _, u, i, t in rows]
+
+    def rebuild_vector_index(self, dim: int, model: str) -> None:
+        with self.write():
+            self._exec("UPDATE memories SET embedding = NULL")
+            self._set_meta("vector_dim", str(dim))
+            self._set_meta("vector_model", model)
+            self._exec("UPDATE user_versions SET version = version + 1")
+        self._vectors.clear()
+
+    def set_embeddings(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        with self.write():
+            users = set()
+            for user_id, memory_id, vector in items:
+                self._exec(
+                    "UPDATE memories SET embedding = ? WHERE user_id = ? AND id = ?",
+                    (np.asarray(vector, dtype=np.float32).tobytes(), user_id, memory_id),
+                )
+                users.add(user_id)
+            for user_id in users:
+                self._bump(user_id)
+
+    def count_memories(self) -> int:
+        return self._rows("SELECT count(*) FROM memories")[0][0]
+
+    def file_size(self) -> int:
+        """Bytes on disk: the database file plus its WAL."""
+        return sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
