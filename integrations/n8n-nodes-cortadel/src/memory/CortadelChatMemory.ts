@@ -1,0 +1,286 @@
+import type { IDataObject } from 'n8n-workflow';
+
+import { addConversation, listMemories, searchMemories } from '../shared/requests';
+import type { CortadelRequest, Transport } from '../shared/transport';
+import { APP_NAME } from '../shared/transport';
+import type {
+	ConversationIngestResponse,
+	ConversationMessage,
+	ListResponse,
+	MemoryType,
+	SearchBody,
+	SearchMode,
+	SearchResponse,
+} from '../shared/types';
+import type { ContextFormat, ContextStyle, RecalledFact } from './context';
+import { dedupeFacts, DEFAULT_CONTEXT_HEADER, renderMessages, renderText } from './context';
+import type { ChatMessageLike, ContextRole, MessageFactory } from './messages';
+import { RecallCache } from './recallCache';
+import { TurnLedger } from './turnLedger';
+
+/** Everything the memory sub-node's fields and options resolve to. */
+export interface MemorySettings {
+	userId: string;
+	sessionId?: string;
+	scopeRecallToSession: boolean;
+	topK: number;
+	mode: SearchMode;
+	rerank: boolean;
+	memoryType?: MemoryType;
+	contextFormat: ContextFormat;
+	contextRole: ContextRole;
+	contextHeader: string;
+	memoryKey: string;
+	inputKey: string;
+	outputKey: string;
+	returnMessages: boolean;
+	persistTurns: boolean;
+	project?: string;
+	tags: string[];
+	recallCacheTtlMs: number;
+}
+
+export const DEFAULT_MEMORY_SETTINGS: Omit<MemorySettings, 'userId'> = {
+	scopeRecallToSession: false,
+	topK: 5,
+	mode: 'hybrid',
+	rerank: false,
+	contextFormat: 'block',
+	contextRole: 'user',
+	contextHeader: DEFAULT_CONTEXT_HEADER,
+	memoryKey: 'chat_history',
+	inputKey: 'input',
+	outputKey: 'output',
+	returnMessages: true,
+	persistTurns: true,
+	tags: [],
+	recallCacheTtlMs: 15_000,
+};
+
+/** What the memory needs from the node that hosts it. */
+export interface MemoryHooks {
+	/** Report a swallowed Cortadel failure (n8n's node logger). */
+	warn(message: string): void;
+	/** Record one memory action in the execution log; call the result with its outcome. */
+	logAction(action: string, input: IDataObject): (output: IDataObject) => void;
+}
+
+type Values = Record<string, unknown>;
+
+/** Text of a turn value: a string, a message-like object, or a list of content blocks. */
+function textOf(value: unknown): string {
+	if (typeof value === 'string') return value.trim();
+	if (Array.isArray(value)) {
+		return value
+			.map((block) => (typeof block === 'string' ? block : textOf((block as { text?: unknown })?.text)))
+			.filter(Boolean)
+			.join('\n')
+			.trim();
+	}
+	if (typeof value === 'object' && value !== null && 'content' in value) {
+		return textOf((value as { content: unknown }).content);
+	}
+	return '';
+}
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+function messageType(message: unknown): string {
+	const candidate = message as { _getType?: () => string; type?: string } | null;
+	if (typeof candidate?._getType === 'function') return candidate._getType();
+	return typeof candidate?.type === 'string' ? candidate.type : '';
+}
+
+/**
+ * Chat history view handed to hosts that talk to `memory.chatHistory` directly. Cortadel is
+ * not a transcript store, so there is nothing to read back; writes become persisted turns.
+ */
+export class CortadelChatHistory {
+	constructor(
+		private readonly persist: (input: string, output: string) => Promise<void>,
+		private readonly dropCache: () => void,
+	) {}
+
+	async getMessages(): Promise<ChatMessageLike[]> {
+		return [];
+	}
+
+	async addMessage(message: unknown): Promise<void> {
+		await this.addMessages([message]);
+	}
+
+	/**
+	 * n8n's agent saves tool-using turns here instead of through `saveContext`. Only the human
+	 * input and the final answer are worth distilling; tool calls and results are skipped.
+	 */
+	async addMessages(messages: unknown[]): Promise<void> {
+		const input = messages
+			.filter((message) => messageType(message) === 'human')
+			.map(textOf)
+			.filter(Boolean)
+			.join('\n');
+		const answers = messages.filter((message) => {
+			const toolCalls = (message as { tool_calls?: unknown[] }).tool_calls;
+			return messageType(message) === 'ai' && !(toolCalls?.length);
+		});
+		await this.persist(input, textOf(answers[answers.length - 1]));
+	}
+
+	async addUserMessage(text: string): Promise<void> {
+		await this.persist(text, '');
+	}
+
+	async addAIChatMessage(text: string): Promise<void> {
+		await this.persist('', text);
+	}
+
+	async addAIMessage(text: string): Promise<void> {
+		await this.persist('', text);
+	}
+
+	async clear(): Promise<void> {
+		this.dropCache();
+	}
+}
+
+/**
+ * A LangChain-compatible chat memory (the `BaseChatMemory` contract n8n's AI Agent uses)
+ * backed by Cortadel: every turn recalls relevant long-term facts and persists the exchange.
+ * It never throws for a Cortadel failure — recall degrades to no context, persisting to a no-op.
+ */
+export class CortadelChatMemory {
+	readonly memoryKey: string;
+	readonly inputKey: string;
+	readonly outputKey: string;
+	readonly returnMessages: boolean;
+	readonly chatHistory: CortadelChatHistory;
+
+	private readonly cache: RecallCache<RecalledFact[]>;
+	private readonly ledger = new TurnLedger();
+	private readonly style: ContextStyle;
+
+	constructor(
+		private readonly settings: MemorySettings,
+		private readonly send: Transport,
+		private readonly messages: MessageFactory,
+		private readonly hooks: MemoryHooks,
+	) {
+		this.memoryKey = settings.memoryKey;
+		this.inputKey = settings.inputKey;
+		this.outputKey = settings.outputKey;
+		this.returnMessages = settings.returnMessages;
+		this.cache = new RecallCache(settings.recallCacheTtlMs);
+		this.style = {
+			format: settings.contextFormat,
+			role: settings.contextRole,
+			header: settings.contextHeader,
+		};
+		this.chatHistory = new CortadelChatHistory(
+			(input, output) => this.persistTurn(input, output),
+			() => this.cache.clear(),
+		);
+	}
+
+	get memoryKeys(): string[] {
+		return [this.memoryKey];
+	}
+
+	/** Before the model call: recall facts relevant to the turn's input. */
+	async loadMemoryVariables(values: Values): Promise<Values> {
+		const finish = this.hooks.logAction('loadMemoryVariables', { values: values as IDataObject });
+		const facts = await this.recall(textOf(values[this.inputKey]));
+		const context = this.returnMessages
+			? renderMessages(facts, this.style, this.messages)
+			: renderText(facts, this.style);
+		finish({ chatHistory: context as unknown as IDataObject, recalled: facts.length });
+		return { [this.memoryKey]: context };
+	}
+
+	/** After the turn: hand the exchange to Cortadel's extraction pipeline. */
+	async saveContext(inputs: Values, outputs: Values): Promise<void> {
+		await this.persistTurn(textOf(inputs[this.inputKey]), textOf(outputs[this.outputKey]));
+	}
+
+	/** Drops the local recall cache. Long-term memory is never deleted from here. */
+	async clear(): Promise<void> {
+		this.cache.clear();
+	}
+
+	private async recall(query: string): Promise<RecalledFact[]> {
+		const request = query ? this.searchRequest(query) : this.recentRequest();
+		try {
+			const facts = await this.cache.fetch(JSON.stringify(request), () => this.fetchFacts(request));
+			return dedupeFacts(facts).slice(0, this.settings.topK);
+		} catch (error) {
+			this.hooks.warn(`Cortadel recall failed, continuing without memory context: ${describe(error)}`);
+			return [];
+		}
+	}
+
+	private async fetchFacts(request: CortadelRequest): Promise<RecalledFact[]> {
+		if (request.method === 'GET') {
+			const page = await this.send<ListResponse>(request);
+			return page.items.map((item) => ({ id: item.id, text: item.content ?? '' }));
+		}
+		const found = await this.send<SearchResponse>(request);
+		return found.results.map((hit) => ({ id: hit.id, text: hit.content ?? '' }));
+	}
+
+	private searchRequest(query: string): CortadelRequest {
+		const { settings } = this;
+		const body: SearchBody = {
+			query,
+			user_id: settings.userId,
+			top_k: settings.topK,
+			mode: settings.mode,
+			app_name: APP_NAME,
+			memory_type: settings.memoryType,
+		};
+		if (settings.scopeRecallToSession && settings.sessionId) body.session_id = settings.sessionId;
+		if (settings.rerank) body.rerank = 'cross_encoder';
+		return searchMemories(body);
+	}
+
+	/** No query text reaches the memory (the agent's streaming branch): newest memories instead. */
+	private recentRequest(): CortadelRequest {
+		return listMemories({
+			user_id: this.settings.userId,
+			page: 1,
+			size: this.settings.topK,
+			memory_type: this.settings.memoryType,
+		});
+	}
+
+	private async persistTurn(input: string, output: string): Promise<void> {
+		const { settings } = this;
+		if (!settings.persistTurns || (!input && !output)) return;
+		const finish = this.hooks.logAction('saveContext', { input, output });
+		if (!this.ledger.claim(input, output)) {
+			finish({ skipped: 'this exchange was already stored by this execution' });
+			return;
+		}
+		const messages: ConversationMessage[] = [];
+		if (input) messages.push({ role: 'user', content: input });
+		if (output) messages.push({ role: 'assistant', content: output });
+		try {
+			const response = await this.send<ConversationIngestResponse>(
+				addConversation({
+					user_id: settings.userId,
+					messages,
+					session_id: settings.sessionId,
+					project: settings.project,
+					tags: settings.tags,
+				}),
+			);
+			finish(
+				'results' in response
+					? { events: response.results.map((item) => item.event) }
+					: { noFactsExtracted: true },
+			);
+		} catch (error) {
+			this.ledger.release(input, output);
+			this.hooks.warn(`Cortadel could not store this turn: ${describe(error)}`);
+			finish({ error: describe(error) });
+		}
+	}
+}
