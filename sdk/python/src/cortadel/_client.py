@@ -11,7 +11,7 @@ import httpx
 
 from . import _operations as ops
 from ._errors import CortadelError
-from ._http import DEFAULT_APP_NAME, Endpoint, Retry, finish, own_timeout, translated_transport_errors
+from ._http import DEFAULT_APP_NAME, DEFAULT_TIMEOUT, Endpoint, Retry, finish, translated_transport_errors
 from ._models import (
     AddOptions,
     ChatMessage,
@@ -36,9 +36,9 @@ class CortadelClient:
     ``base_url`` defaults to ``$CORTADEL_BASE_URL``, then ``http://localhost:3001``;
     ``api_key`` to ``$CORTADEL_API_KEY`` (sent as ``Authorization: Bearer``). ``user_id`` is
     sent on every call; leave it out only when the server has auth on and the key says who you
-    are. ``timeout`` is in seconds (default 100); with your own ``http_client`` and no
-    ``timeout``, that client's own timeout applies. The client never closes or changes an
-    ``http_client`` you pass. ``retry`` turns on retries of idempotent calls (off by default).
+    are. ``timeout`` is in seconds (default 100) and applies to the connection pool the client
+    makes: a caller-supplied ``http_client`` keeps its own timeout, and is never closed or
+    changed by this client. ``retry`` turns on retries of idempotent calls (off by default).
     """
 
     def __init__(
@@ -49,13 +49,13 @@ class CortadelClient:
         api_key: Optional[str] = None,
         app_name: str = DEFAULT_APP_NAME,
         http_client: Optional[httpx.AsyncClient] = None,
-        timeout: Optional[float] = None,
+        timeout: float = DEFAULT_TIMEOUT,
         retry: Optional[Retry] = None,
     ) -> None:
-        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout, owns_http=http_client is None)
+        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout)
         self._owns_http = http_client is None
         self._http = (
-            http_client if http_client is not None else httpx.AsyncClient(timeout=own_timeout(timeout))
+            http_client if http_client is not None else httpx.AsyncClient(timeout=self._endpoint.timeout)
         )
         self._retry = retry
 

@@ -21,7 +21,8 @@ T = TypeVar("T")
 
 DEFAULT_BASE_URL = "http://localhost:3001"
 DEFAULT_TIMEOUT = 100.0
-"""Seconds a call may take, end to end per network phase, before ``RequestTimeoutError``."""
+"""Seconds the client waits on each network phase of a call (connect, send, each read) before
+raising ``RequestTimeoutError``."""
 DEFAULT_APP_NAME = "cortadel-python"
 
 
@@ -66,8 +67,7 @@ class Endpoint:
         user_id: Optional[str],
         api_key: Optional[str],
         app_name: str,
-        timeout: Optional[float],
-        owns_http: bool,
+        timeout: float,
     ) -> None:
         url = (base_url if base_url is not None else os.environ.get("CORTADEL_BASE_URL") or DEFAULT_BASE_URL).strip()
         parsed = urlparse(url)
@@ -75,7 +75,7 @@ class Endpoint:
             raise ValueError(f"base_url must be an absolute http(s) URL, got {url!r}")
         if user_id is not None and not user_id.strip():
             raise ValueError("user_id must not be blank; omit it to let the API key decide the user.")
-        if timeout is not None and timeout <= 0:
+        if timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds.")
         self.base_url = url.rstrip("/")
         self.scope = Scope(user_id=user_id, app_name=app_name.strip() or DEFAULT_APP_NAME)
@@ -83,8 +83,7 @@ class Endpoint:
         self.headers = {"Accept": "application/json", "User-Agent": f"cortadel-python/{__version__}"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
-        # A client we build gets the default; a caller's client keeps its own unless told otherwise.
-        self.timeout: Optional[float] = timeout if timeout is not None or not owns_http else DEFAULT_TIMEOUT
+        self.timeout = httpx.Timeout(timeout)
 
     def request(self, http: HttpClient, call: Call[Any]) -> httpx.Request:
         return http.build_request(
@@ -93,12 +92,7 @@ class Endpoint:
             params=call.params,
             json=call.body,
             headers=self.headers,
-            timeout=self.timeout if self.timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
-
-
-def own_timeout(timeout: Optional[float]) -> httpx.Timeout:
-    return httpx.Timeout(timeout if timeout is not None else DEFAULT_TIMEOUT)
 
 
 @contextmanager

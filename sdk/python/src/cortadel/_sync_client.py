@@ -11,7 +11,7 @@ import httpx
 
 from . import _operations as ops
 from ._errors import CortadelError
-from ._http import DEFAULT_APP_NAME, Endpoint, Retry, finish, own_timeout, translated_transport_errors
+from ._http import DEFAULT_APP_NAME, DEFAULT_TIMEOUT, Endpoint, Retry, finish, translated_transport_errors
 from ._models import (
     AddOptions,
     ChatMessage,
@@ -45,14 +45,14 @@ class SyncCortadelClient:
         api_key: Optional[str] = None,
         app_name: str = DEFAULT_APP_NAME,
         http_client: Optional[httpx.Client] = None,
-        timeout: Optional[float] = None,
+        timeout: float = DEFAULT_TIMEOUT,
         retry: Optional[Retry] = None,
     ) -> None:
         if isinstance(http_client, httpx.AsyncClient):
             raise TypeError("SyncCortadelClient needs an httpx.Client; pass an AsyncClient to CortadelClient.")
-        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout, owns_http=http_client is None)
+        self._endpoint = Endpoint(base_url, user_id, api_key, app_name, timeout)
         self._owns_http = http_client is None
-        self._http = http_client if http_client is not None else httpx.Client(timeout=own_timeout(timeout))
+        self._http = http_client if http_client is not None else httpx.Client(timeout=self._endpoint.timeout)
         self._retry = retry
 
     @property
