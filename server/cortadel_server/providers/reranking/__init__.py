@@ -14,4 +14,4 @@ RERANKERS: dict[str, Callable[[Settings], Reranker]] = {
     "http": HttpReranker.from_settings,
 }
 
-__all__ = ["RERANKERS", "HttpReranker", "OnnxReranker", "Reranker"]
+__all__ = ["HttpReranker", "OnnxReranker", "RERANKERS", "Reranker"]
