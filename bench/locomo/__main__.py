@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,6 +16,7 @@ from bench.locomo import report
 from bench.locomo.dataset import load
 from bench.locomo.run import as_dicts, run_all
 from bench.locomo.systems import server_plans
+from bench.provenance import git_commit
 from bench.server import REPO_ROOT
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -25,11 +25,6 @@ TURN_TEXT = (
     "questions name people — with \" [image: <caption>]\" appended when the turn shared a photo. "
     "Facts ingestion sends the same text as `user` messages with `uuid` = the turn's dia_id."
 )
-
-
-def _git_commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             "questions": sum(len(c.questions) for c in conversations),
             "skipped_questions_without_evidence": sum(c.skipped_questions for c in conversations),
             "top_k": 10,
-            "git_commit": _git_commit(),
+            "git_commit": git_commit(),
             "quick": args.quick,
             "command": "python -m bench.locomo" + (" --quick" if args.quick else ""),
         },

@@ -1,0 +1,1 @@
+"""Performance bench: `python -m bench.perf` (see bench/README.md)."""

@@ -1,0 +1,61 @@
+"""python -m bench.perf [--quick] [--embedder wordllama|onnx]"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.perf import report
+from bench.provenance import git_commit
+from bench.perf.run import FULL, QUICK, many_users, single_user
+from bench.server import MINILM, REPO_ROOT, WORDLLAMA
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.perf", description="Latency, throughput, RSS and disk use of live Cortadel servers.")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK.large:,} memories for one user, {QUICK.users} users × {QUICK.per_user:,}; writes perf-quick.*")
+    parser.add_argument("--embedder", choices=["wordllama", "onnx"], default="wordllama", help="server embedder (default: %(default)s, the server default)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
+    parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "performance.md", help="doc whose results section is updated")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    config = WORDLLAMA if args.embedder == "wordllama" else MINILM
+
+    def log(message: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    workdir = REPO_ROOT / "bench" / ".work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryDirectory(dir=workdir, prefix="perf-") as tmp:
+            single = asyncio.run(single_user(config, sizes, Path(tmp), log))
+            many = asyncio.run(many_users(config, sizes, Path(tmp), log))
+    except BenchError as exc:
+        print(f"bench.perf: {exc}", file=sys.stderr)
+        return 1
+    run = {
+        "meta": {"started_at": started, "git_commit": git_commit(), "embedder": config.name, "cpus": os.cpu_count(),
+                 "quick": args.quick, "command": "python -m bench.perf" + (" --quick" if args.quick else "")},
+        "sizes": asdict(sizes),
+        "targets": report.TARGETS,
+        "single_user": single,
+        "many_users": many,
+    }
+    for path in report.write(run, args.out, args.doc):
+        log(f"wrote {path}")
+    for row in report.verdicts(run):
+        log(" | ".join(map(str, row)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

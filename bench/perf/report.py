@@ -1,0 +1,109 @@
+"""Write a performance run as perf.json, perf.md, and the results table in docs/performance.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.markdown import replace_section, table
+
+TARGETS = {"search_p50_ms": 10.0, "search_p95_ms": 25.0, "add_p50_ms": 15.0, "many_users_ratio": 1.5}
+
+
+def verdicts(run: dict[str, Any]) -> list[list[object]]:
+    single, many = run["single_user"], run["many_users"]
+    ratio_p50 = many["search"]["p50_ms"] / single["baseline_search"]["p50_ms"]
+    ratio_p95 = many["search"]["p95_ms"] / single["baseline_search"]["p95_ms"]
+    rows = [
+        [f"search p50 at {single['footprint']['memories']:,} memories / user", f"≤ {TARGETS['search_p50_ms']:.0f} ms", f"{single['search']['p50_ms']:.2f} ms", single["search"]["p50_ms"] <= TARGETS["search_p50_ms"]],
+        [f"search p95 at {single['footprint']['memories']:,} memories / user", f"≤ {TARGETS['search_p95_ms']:.0f} ms", f"{single['search']['p95_ms']:.2f} ms", single["search"]["p95_ms"] <= TARGETS["search_p95_ms"]],
+        ["add p50 (single user store)", f"≤ {TARGETS['add_p50_ms']:.0f} ms", f"{single['add']['p50_ms']:.2f} ms", single["add"]["p50_ms"] <= TARGETS["add_p50_ms"]],
+        ["add p50 (many users store)", f"≤ {TARGETS['add_p50_ms']:.0f} ms", f"{many['add']['p50_ms']:.2f} ms", many["add"]["p50_ms"] <= TARGETS["add_p50_ms"]],
+        [f"search p50, {run['sizes']['users']} users × {run['sizes']['per_user']:,} vs 1 user × {run['sizes']['per_user']:,} alone",
+         f"≤ {TARGETS['many_users_ratio']}×", f"{ratio_p50:.2f}× (p95 {ratio_p95:.2f}×)", ratio_p50 <= TARGETS["many_users_ratio"]],
+    ]
+    return [[what, target, got, "met" if ok else "**missed**"] for what, target, got, ok in rows]
+
+
+def results_table(run: dict[str, Any]) -> str:
+    single, many = run["single_user"], run["many_users"]
+    sizes = run["sizes"]
+
+    def col(s: dict[str, Any]) -> list[object]:
+        f = s["footprint"]
+        return [f"{s['search']['p50_ms']:.2f} / {s['search']['p95_ms']:.2f}", f"{s['throughput']['searches_per_second']:.0f}",
+                f"{s['throughput']['latency']['p50_ms']:.1f} / {s['throughput']['latency']['p95_ms']:.1f}",
+                f"{s['add']['p50_ms']:.2f} / {s['add']['p95_ms']:.2f}", f"{s['load']['adds_per_second']:.0f}",
+                f"{s['load']['add_latency_under_load']['p50_ms']:.1f} / {s['load']['add_latency_under_load']['p95_ms']:.1f}",
+                f"{f['disk_bytes_per_memory']:,.0f}", f"{f['rss_mib']:.0f} (peak {f['peak_rss_mib']:.0f})"]
+
+    base = single["baseline_search"]
+    rows = [
+        [f"1 user × {sizes['per_user']:,} (baseline)", f"{sizes['per_user']:,}", f"{base['p50_ms']:.2f} / {base['p95_ms']:.2f}", "", "", "", "", "", "", ""],
+        [f"1 user × {single['footprint']['memories']:,}", f"{single['footprint']['memories']:,}", *col(single)],
+        [f"{sizes['users']} users × {sizes['per_user']:,}", f"{many['footprint']['memories']:,}", *col(many)],
+    ]
+    headers = ["store", "memories", "search p50 / p95 ms", f"searches/s ({sizes['clients']} clients)", "search p50 / p95 ms under load",
+               "add p50 / p95 ms", "load adds/s", "add p50 / p95 ms while loading", "bytes on disk / memory", "server RSS MiB"]
+    return table(headers, rows)
+
+
+def markdown(run: dict[str, Any]) -> str:
+    meta = run["meta"]
+    return "\n\n".join([
+        "# Performance bench",
+        f"Run {meta['started_at']} · git {meta['git_commit']} · embedder `{meta['embedder']}` · {meta['cpus']} CPUs · `{meta['command']}`",
+        "## Targets", table(["what", "target", "measured", "verdict"], verdicts(run)),
+        "## Results", results_table(run),
+        "## How it is measured",
+        HOW,
+    ]) + "\n"
+
+
+HOW = """\
+- Each store is a fresh server (`python -m cortadel_server serve`, default settings but the embedder
+  named above) on a loopback port with a new SQLite file, driven over HTTP by the harness on the same
+  2-core machine, so the client's own CPU use is part of every figure.
+- Memories are synthetic one- or two-clause personal facts (templates × small vocabularies, fixed
+  seed, ~87 characters on average), added with `infer: false` through `POST /api/v1/memories`, 8
+  requests in flight. Deduplication may answer `SKIP_DUPLICATE`; loading continues until the
+  number of `ADD` events per user reaches the target.
+- Search: `POST /api/v1/memories/search` with `mode: hybrid`, `top_k: 10`; questions from the same
+  vocabulary; sequential requests after 20 warm-up queries, users taken in turn. Throughput: 8
+  concurrent clients for a fixed time; searches completed per second.
+- Add latency: sequential adds of fresh sentences into the loaded store, after the search runs.
+- Bytes on disk: all files in the data folder after the server stopped (WAL checkpointed), divided
+  by the stored memories. RSS: `VmRSS` (and `VmHWM`, the peak) of the server process from
+  `/proc/<pid>/status`, read after the search runs.
+"""
+
+DOC_INTRO = """# Performance
+
+Latency, throughput, memory and disk use of a Cortadel server, measured over its REST API.
+
+    python -m bench.perf            # 10,000 memories for one user, 100 users × 1,000
+    python -m bench.perf --quick    # small sizes, as a smoke test
+
+The full report is written to `bench/reports/perf.md` (and `perf.json`).
+"""
+
+
+def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prefix = "perf-quick" if run["meta"]["quick"] else "perf"
+    json_path, md_path = out_dir / f"{prefix}.json", out_dir / f"{prefix}.md"
+    json_path.write_text(json.dumps(run, indent=2) + "\n")
+    md_path.write_text(markdown(run))
+    written = [json_path, md_path]
+    if doc is not None and not run["meta"]["quick"]:
+        meta = run["meta"]
+        body = "\n\n".join([
+            f"## Results (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
+            f"Measured {meta['started_at']} at git {meta['git_commit']}; details in [bench/reports/perf.md](../bench/reports/perf.md).",
+            table(["what", "target", "measured", "verdict"], verdicts(run)),
+            results_table(run),
+        ])
+        replace_section(doc, "perf", body, new_doc_intro=DOC_INTRO)
+        written.append(doc)
+    return written
