@@ -23,7 +23,7 @@ from cortadel_server.config import Settings
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.retrieval.search import Retriever
 from cortadel_server.storage.base import MemoryRecord, Storage
-from cortadel_server.text import fingerprint
+from cortadel_server.text import fingerprint, words
 
 #: Cosine similarity above which two statements count as the same fact.
 NEAR_DUPLICATE = 0.97
@@ -46,6 +46,14 @@ class WriteOutcome:
     error: str | None = None
     record: MemoryRecord | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _same_words(a: str, b: str) -> bool:
+    """Near-identical wording: the same numbers and nearly the same words."""
+    wa, wb = set(words(a)), set(words(b))
+    if {w for w in wa if w.isdigit()} != {w for w in wb if w.isdigit()}:
+        return False
+    return len(wa & wb) / max(1, len(wa | wb)) >= 0.8
 
 
 class Writer:
@@ -87,7 +95,9 @@ class Writer:
 
                 near = self.storage.vector_search(user_id, vector, MemoryFilters(), 1)
                 if near and near[0].score >= NEAR_DUPLICATE:
-                    existing = self.storage.get_memory(user_id, near[0].id)
+                    candidate = self.storage.get_memory(user_id, near[0].id)
+                    if candidate is not None and _same_words(candidate.text, text):
+                        existing = candidate
             if existing is not None:
                 return WriteOutcome("SKIP_DUPLICATE", existing.id, existing.text, record=existing)
             record = MemoryRecord(
