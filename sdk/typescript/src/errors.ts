@@ -24,6 +24,8 @@ export interface CortadelErrorInit {
   message: string;
   /** Extra detail from the server's error body, when it sent one. */
   detail?: string | null;
+  /** The response's `X-Request-Id`, to find the request in the server log. */
+  requestId?: string | null;
   /** The underlying error (a fetch `TypeError`, a JSON `SyntaxError`, ...). */
   cause?: unknown;
 }
@@ -33,12 +35,14 @@ export class CortadelError extends Error {
   readonly status: number;
   readonly code: string;
   readonly detail: string | null;
+  readonly requestId: string | null;
 
   constructor(init: CortadelErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;
     this.detail = init.detail ?? null;
+    this.requestId = init.requestId ?? null;
   }
 }
 

@@ -84,7 +84,7 @@ export async function exchange<T>(connection: Connection, request: Exchange<T>):
   const { status } = response;
   const body = parseJson(response, raw);
   const accepted = (status >= 200 && status < 300) || (request.alsoAccept ?? []).includes(status);
-  if (!accepted) throw errorFromBody(status, body);
+  if (!accepted) throw errorFromBody(status, body, response.headers.get("x-request-id"));
   try {
     return request.decode(body, status);
   } catch (cause) {
@@ -117,6 +117,7 @@ function parseJson(response: Response, raw: string): unknown {
   const notJson = (why: string, cause?: unknown) =>
     new CortadelConnectionError({
       status: response.status,
+      requestId: response.headers.get("x-request-id"),
       code: "invalid_response",
       message: `Cortadel answered HTTP ${response.status} with ${why}`,
       cause,
@@ -129,7 +130,7 @@ function parseJson(response: Response, raw: string): unknown {
   }
 }
 
-function errorFromBody(status: number, body: unknown): CortadelError {
+function errorFromBody(status: number, body: unknown, requestId: string | null): CortadelError {
   const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
   const str = (value: unknown) => (typeof value === "string" && value !== "" ? value : undefined);
   const fieldErrors =
@@ -138,11 +139,12 @@ function errorFromBody(status: number, body: unknown): CortadelError {
           .map(([field, messages]) => `${field}: ${[messages].flat().join(", ")}`)
           .join("; ")
       : "";
-  const headline = str(b.message) ?? str(b.title) ?? `HTTP ${status}`;
+  const title = str(b.title) ?? `HTTP ${status}`;
   return new CortadelError({
     status,
     code: str(b.code) ?? CODE_BY_STATUS[status] ?? (status >= 500 ? "internal_error" : "http_error"),
-    message: fieldErrors ? `${headline} (${fieldErrors})` : headline,
+    message: str(b.message) ?? (fieldErrors ? `${title} (${fieldErrors})` : title),
     detail: str(b.detail) ?? null,
+    requestId,
   });
 }

@@ -61,7 +61,8 @@ export interface AddResult {
   createdAt: string | null;
   appName: string | null;
   /** The metadata stored with the memory, decoded from the server's JSON string. */
-  metadata: Record<string, unknown> | null;
+  metadata: Record<string, unknown> | null;  /** Failure detail when `event` is `ERROR`. */
+  error: string | null;
 }
 
 export interface ConversationMessage {

@@ -170,6 +170,7 @@ export function addResult(body: unknown): AddResult {
     createdAt: isoTime(b.created_at),
     appName: text(b.app_name),
     metadata: decodedMetadata(b.metadata),
+    error: text(b.error),
   };
 }
 

@@ -134,7 +134,9 @@ describe("answers that are not Cortadel JSON", () => {
 test("error bodies become CortadelError with the server's status, code, message and detail", async () => {
   const server = await localServer((req, res) => {
     const json = (status, body) =>
-      res.writeHead(status, { "content-type": "application/problem+json" }).end(JSON.stringify(body));
+      res
+        .writeHead(status, { "content-type": "application/problem+json", "x-request-id": "req-7" })
+        .end(JSON.stringify(body));
     if (req.method === "DELETE") {
       json(500, { status: 500, code: "internal_error", message: "database is locked", detail: "trace-42" });
     } else {
@@ -151,8 +153,14 @@ test("error bodies become CortadelError with the server's status, code, message 
     const deleteError = await client.delete(["a"]).catch((e) => e);
     assert.equal(deleteError.constructor, CortadelError);
     assert.deepEqual(
-      { status: deleteError.status, code: deleteError.code, message: deleteError.message, detail: deleteError.detail },
-      { status: 500, code: "internal_error", message: "database is locked", detail: "trace-42" },
+      {
+        status: deleteError.status,
+        code: deleteError.code,
+        message: deleteError.message,
+        detail: deleteError.detail,
+        requestId: deleteError.requestId,
+      },
+      { status: 500, code: "internal_error", message: "database is locked", detail: "trace-42", requestId: "req-7" },
     );
     const searchError = await client.search("tea", { topK: 99 }).catch((e) => e);
     assert.equal(searchError.status, 400);
