@@ -39,7 +39,8 @@ def minilm() -> OnnxEmbedder:
 
 @pytest.fixture(params=["wordllama", "minilm"])
 def local(request: pytest.FixtureRequest) -> Embedder:
-    return request.getfixturevalue(request.param)
+    embedder: Embedder = request.getfixturevalue(request.param)
+    return embedder
 
 
 def test_local_embedders_give_unit_float32_rows_of_their_dimension(local: Embedder) -> None:
@@ -55,7 +56,7 @@ def test_local_embedders_rank_by_meaning(local: Embedder) -> None:
 
 
 def test_local_embedders_are_deterministic_and_batch_independent(local: Embedder) -> None:
-    texts = COFFEE + ["Ann moved to Berlin in March and now works for a small robotics startup there."]
+    texts = [*COFFEE, "Ann moved to Berlin in March and now works for a small robotics startup there."]
     together = local.embed(texts)
     assert np.array_equal(together, local.embed(texts))
     one_by_one = np.vstack([local.embed([t]) for t in texts])
@@ -191,7 +192,7 @@ def test_openai_embedder_asks_for_dimensions_and_cuts_longer_answers(api: Script
 
 def test_openai_embedder_fails_at_start_when_the_model_is_too_small(api: ScriptedOpenAI) -> None:
     api.handle("/v1/embeddings", echo_vectors)
-    with pytest.raises(ProviderError, match="asked for 8 dimensions, .* returned 4"):
+    with pytest.raises(ProviderError, match=r"asked for 8 dimensions, .* returned 4"):
         OpenAIEmbedder(api.v1_url, dim=8, policy=FAST)
 
 
@@ -218,7 +219,7 @@ def test_openai_embedder_gives_up_after_three_5xx(api: ScriptedOpenAI) -> None:
 
 def test_openai_embedder_does_not_retry_a_client_error(api: ScriptedOpenAI) -> None:
     api.enqueue("/v1/embeddings", Reply.error(401, "bad key"))
-    with pytest.raises(ProviderError, match="HTTP 401: .*bad key"):
+    with pytest.raises(ProviderError, match=r"HTTP 401: .*bad key"):
         OpenAIEmbedder(api.v1_url, policy=FAST)
     assert len(api.requests) == 1
 
@@ -226,14 +227,14 @@ def test_openai_embedder_does_not_retry_a_client_error(api: ScriptedOpenAI) -> N
 def test_openai_embedder_times_out_without_retrying(api: ScriptedOpenAI) -> None:
     api.enqueue("/v1/embeddings", Reply(body={"data": []}, delay=2.0))
     started = time.monotonic()
-    with pytest.raises(ProviderError, match="no answer from .* within 0.2s"):
+    with pytest.raises(ProviderError, match=r"no answer from .* within 0\.2s"):
         OpenAIEmbedder(api.v1_url, timeout=0.2, policy=FAST)
     assert time.monotonic() - started < 1.5
     assert len(api.requests) == 1
 
 
 def test_openai_embedder_reports_an_unreachable_server() -> None:
-    with pytest.raises(ProviderError, match="cannot reach http://127.0.0.1:.*gave up after 3 tries"):
+    with pytest.raises(ProviderError, match=r"cannot reach http://127\.0\.0\.1:.*gave up after 3 tries"):
         OpenAIEmbedder(f"http://127.0.0.1:{free_port()}/v1", policy=FAST)
 
 

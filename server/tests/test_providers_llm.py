@@ -34,7 +34,8 @@ MESSAGES = [
 def facts_only(data: Any) -> list[str]:
     if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
         raise ValueError("expected an object with a list under 'facts'")
-    return data["facts"]
+    facts: list[str] = data["facts"]
+    return facts
 
 
 @pytest.fixture
@@ -113,7 +114,7 @@ def test_429_is_retried_after_retry_after(api: ScriptedOpenAI, client: OpenAICha
 
 def test_three_5xx_raise(api: ScriptedOpenAI, client: OpenAIChatClient) -> None:
     api.enqueue(CHAT, *[Reply.error(502, "bad gateway")] * 3)
-    with pytest.raises(ProviderError, match="HTTP 502.*gave up after 3 tries"):
+    with pytest.raises(ProviderError, match=r"HTTP 502.*gave up after 3 tries"):
         client.complete_json(MESSAGES, SCHEMA, "facts")
     assert len(api.requests) == 3
 
@@ -142,7 +143,9 @@ def test_a_server_that_is_down_fails_fast() -> None:
         chat.close()
 
 
-def test_token_counts_accumulate_and_each_call_is_logged(api: ScriptedOpenAI, client: OpenAIChatClient, caplog: pytest.LogCaptureFixture) -> None:
+def test_token_counts_accumulate_and_each_call_is_logged(
+    api: ScriptedOpenAI, client: OpenAIChatClient, caplog: pytest.LogCaptureFixture
+) -> None:
     api.enqueue(CHAT,
                 Reply.chat({"facts": []}, prompt_tokens=10, completion_tokens=3),
                 Reply.chat("oops", prompt_tokens=20, completion_tokens=1),

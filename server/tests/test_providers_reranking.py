@@ -29,7 +29,8 @@ from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.reranking import HttpReranker, OnnxReranker, Reranker
 from cortadel_server.providers.reranking.http import endpoint
 
-WORDS = "where does ann work works at acme bob likes tea in berlin lives".split()
+WORDS = ["where", "does", "ann", "work", "works", "at", "acme", "bob", "likes", "tea", "in", "berlin", "lives"]
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
 FAST = RetryPolicy(base_delay=0.01)
 
@@ -82,7 +83,7 @@ def build_cross_encoder(folder: Path, *, two_class: bool = False) -> Path:
     graph = helper.make_graph(
         nodes,
         "overlap_cross_encoder",
-        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in ("input_ids", "attention_mask", "token_type_ids")],
+        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in INPUTS],
         [helper.make_tensor_value_info("logits", f32, ["batch", 2 if two_class else 1])],
         initializer=[
             helper.make_tensor("weights", f32, [len(weights)], weights.tolist()),

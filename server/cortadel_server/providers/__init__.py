@@ -43,11 +43,11 @@ def build_chat_client(settings: Settings) -> ChatClient | None:
 
 
 __all__ = [
+    "EMBEDDERS",
+    "RERANKERS",
     "ChatClient",
     "ChatResult",
-    "EMBEDDERS",
     "Embedder",
-    "RERANKERS",
     "Reranker",
     "build_chat_client",
     "build_embedder",

@@ -32,7 +32,10 @@ class RetryPolicy:
                 return min(max(float(retry_after), 0.0), self.max_delay)
             except ValueError:
                 pass  # an HTTP date: fall back to our own schedule
-        return min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        return min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
+
+
+DEFAULT_RETRY = RetryPolicy()
 
 
 def _snippet(response: httpx.Response) -> str:
@@ -50,7 +53,7 @@ class JsonApi:
         api_key: str | None,
         timeout: float,
         label: str,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.label = label
@@ -69,7 +72,8 @@ class JsonApi:
             try:
                 response = self._client.post(url, json=body)
             except httpx.TimeoutException as exc:
-                raise ProviderError(f"{self.label}: no answer from {url} within {self._client.timeout.read}s ({type(exc).__name__})") from exc
+                seconds = self._client.timeout.read
+                raise ProviderError(f"{self.label}: no answer from {url} within {seconds}s ({type(exc).__name__})") from exc
             except httpx.TransportError as exc:
                 failure = f"cannot reach {url}: {exc or type(exc).__name__}"
             else:

@@ -6,9 +6,9 @@ A model directory holds ``model.onnx`` and the Hugging Face ``tokenizer.json`` t
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np

@@ -16,7 +16,7 @@ import numpy as np
 
 from cortadel_server.config import Settings
 from cortadel_server.errors import ProviderError
-from cortadel_server.providers._http import JsonApi, RetryPolicy
+from cortadel_server.providers._http import DEFAULT_RETRY, JsonApi, RetryPolicy
 from cortadel_server.providers.embedding.base import embed_with
 
 BATCH_SIZE = 128  # inputs per request; OpenAI allows 2048, local servers like smaller ones
@@ -34,7 +34,7 @@ class OpenAIEmbedder:
         api_key: str | None = None,
         dim: int = 0,
         timeout: float = TIMEOUT,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self._api = JsonApi(url, api_key=api_key, timeout=timeout, label="openai embedder", policy=policy)
         self.model = model or ""
@@ -81,5 +81,6 @@ class OpenAIEmbedder:
         except (KeyError, TypeError) as exc:
             raise ProviderError(f"openai embedder: unexpected reply from {self._api.base_url}/embeddings: {str(reply)[:200]}") from exc
         if len(vectors) != expected or len({len(v) for v in vectors}) != 1:
-            raise ProviderError(f"openai embedder: sent {expected} texts, got {len(vectors)} vectors of lengths {sorted({len(v) for v in vectors})}")
+            lengths = sorted({len(v) for v in vectors})
+            raise ProviderError(f"openai embedder: sent {expected} texts, got {len(vectors)} vectors of lengths {lengths}")
         return vectors

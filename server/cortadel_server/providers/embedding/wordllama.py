@@ -84,7 +84,9 @@ class WordLlamaEmbedder:
         try:
             self._model = wordllama.WordLlama.load(model, cache_dir=folder, dim=NATIVE_DIM, disable_download=True)
         except (AttributeError, FileNotFoundError, ValueError) as exc:
-            raise ProviderError(f"wordllama embedder: cannot load {model!r} ({exc}); only the bundled {DEFAULT_MODEL!r} works offline") from exc
+            raise ProviderError(
+                f"wordllama embedder: cannot load {model!r} ({exc}); only the bundled {DEFAULT_MODEL!r} works offline"
+            ) from exc
         self._model.tokenizer.enable_truncation(max_length=MAX_TOKENS)
         self.model = model
         self.dim = dim or NATIVE_DIM
@@ -99,7 +101,7 @@ class WordLlamaEmbedder:
     def _average(self, texts: list[str]) -> np.ndarray:
         # Similar lengths in one batch keep the padding small.
         order = np.argsort([len(t) for t in texts], kind="stable")
-        raw = self._model.embed([texts[i] for i in order], norm=False, batch_size=BATCH_SIZE)
+        raw: np.ndarray = self._model.embed([texts[i] for i in order], norm=False, batch_size=BATCH_SIZE)
         vectors = np.empty_like(raw)
         vectors[order] = raw
         return vectors

@@ -22,7 +22,7 @@ from typing import Any
 
 from cortadel_server.config import Settings
 from cortadel_server.errors import ProviderError
-from cortadel_server.providers._http import JsonApi, RetryPolicy
+from cortadel_server.providers._http import DEFAULT_RETRY, JsonApi, RetryPolicy
 from cortadel_server.providers.llm.base import ChatResult
 
 log = logging.getLogger("cortadel.llm")
@@ -62,7 +62,7 @@ class OpenAIChatClient:
         model: str,
         api_key: str | None = None,
         timeout: float = 30.0,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.model = model
         self.usage = Usage()

@@ -1,4 +1,7 @@
-"""Rerankers: cross-encoder scores for (query, document) pairs. ``RERANKERS`` maps each ``CORTADEL_RERANKER`` value but "none" to its factory."""
+"""Rerankers: cross-encoder scores for (query, document) pairs.
+
+``RERANKERS`` maps each ``CORTADEL_RERANKER`` value except "none" to its factory.
+"""
 
 from __future__ import annotations
 
@@ -14,4 +17,4 @@ RERANKERS: dict[str, Callable[[Settings], Reranker]] = {
     "http": HttpReranker.from_settings,
 }
 
-__all__ = ["HttpReranker", "OnnxReranker", "RERANKERS", "Reranker"]
+__all__ = ["RERANKERS", "HttpReranker", "OnnxReranker", "Reranker"]

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from cortadel_server.config import Settings
 from cortadel_server.errors import ProviderError
-from cortadel_server.providers._http import JsonApi, RetryPolicy
+from cortadel_server.providers._http import DEFAULT_RETRY, JsonApi, RetryPolicy
 
 TIMEOUT = 30.0
 _VERSIONED = re.compile(r"/v\d+/rerank$")
@@ -46,7 +46,7 @@ class HttpReranker:
         model: str | None = None,
         api_key: str | None = None,
         timeout: float = TIMEOUT,
-        policy: RetryPolicy = RetryPolicy(),
+        policy: RetryPolicy = DEFAULT_RETRY,
     ) -> None:
         self.url, self.dialect = endpoint(url)
         self.model = model or ""
