@@ -1,0 +1,241 @@
+"""The write decision: what one candidate does to the user's current facts.
+
+    decide(candidate, [Neighbour("m1", "User lives in Berlin.", 0.82)])
+    # Decision(Event.SUPERSEDE, targets=("m1",)) for "User lives in Paris now."
+
+Pure and deterministic. The rules, in order:
+
+* a retraction invalidates the fact it names (or does nothing when nothing matches);
+* a resolution closes the open item it names (or is stored like any statement);
+* forgetting an entity deletes every fact that mentions it;
+* a statement that says the same thing as a current fact is a duplicate (`TOUCH` when the
+  speaker re-confirms it: "yes, I still live in Paris"), never when the polarity differs
+  (the negation guard: "likes coffee" vs "no longer likes coffee");
+* a statement that gives a new value to the same slot supersedes the old fact: the same subject
+  living, working, being called, being aged, liking something; the same sentence with another
+  number or weekday; the same sentence negated;
+* anything else is new.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from cortadel_server.pipeline.entities import mentions_entity
+from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
+from cortadel_server.pipeline.rewrite import expand_contractions
+from cortadel_server.pipeline.timeexpr import find_times
+
+__all__ = ["FactShape", "decide", "normalize", "shape"]
+
+DUPLICATE_SIMILARITY = 0.8
+AMBIGUOUS_SIMILARITY = 0.5
+TARGET_COVERAGE = 0.6
+
+FILLERS = re.compile(
+    r"\b(?:now|currently|still|really|actually|also|just|any ?more|nowadays|these days|at the moment|"
+    r"right now|again|indeed|definitely|truly|as of now|at present|presently)\b"
+)
+NEGATION = re.compile(
+    r"\b(?:(?:does|do|did|is|are|was|were|has|have|had|can|will|would) not|cannot|not|never|no longer|"
+    r"no more|stopped|quit|used to)\b"
+)
+STOPWORDS = frozenset(
+    "a an the to in at on of for with and or is are am was were be been being has have had do does "
+    "did will would can could should shall may might must that this these those it its their there "
+    "user assistant by from as into than then so very every each".split()
+)
+# Stems of numbers, clock times and parts of the week: the values a routine is stated with.
+TYPED_VALUE = re.compile(r"^(?:\d+(?:[.,:]\d+)?(?:am|pm|k|km|kg|h|m|%)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|weekday|morn|even|night)$")
+IRREGULAR = {"went": "go", "goes": "go", "has": "have", "is": "be", "was": "be", "ran": "run", "met": "meet",
+             "ate": "eat", "drank": "drink", "flew": "fly", "bought": "buy", "lived": "live", "wife's": "wife"}
+# Words a target may be phrased with, and the words facts use for the same thing.
+TARGET_SYNONYMS = {
+    "address": ("address", "liv", "home"), "home": ("home", "liv", "address"),
+    "job": ("job", "work", "employ"), "employer": ("employer", "work", "employ"),
+    "company": ("company", "work", "employ"), "city": ("city", "liv", "home"),
+}
+
+_SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (key, re.compile(pattern))
+    for key, pattern in (
+        ("residence", r"^(?P<s>.+?) (?:lives?|is living|has lived|has been living|resides?|is based|moved|has moved|"
+                      r"move|relocated|has relocated|settled|is staying|stays?) (?:back )?(?:in|to|at|into|near) (?P<v>.+)$"),
+        ("employer", r"^(?P<s>.+?) (?:(?:works?|is working|has been working|is employed|started working|got a (?:new )?job|"
+                     r"has a (?:new )?job|took a (?:new )?job|started a (?:new )?job) (?:at|for|by|with)|joined) (?P<v>.+)$"),
+        ("occupation", r"^(?P<s>.+?) works? as (?:an? )?(?P<v>.+)$"),
+        ("name", r"^(?P<s>.+?) (?:is called|goes by|is named|name is) (?P<v>.+)$"),
+        ("age", r"^(?P<s>.+?) (?:is|turned) (?P<v>\d+)(?: years? old)?$"),
+        ("partner", r"^(?P<s>.+?) (?:is married to|is engaged to|is dating|is in a relationship with) (?P<v>.+)$"),
+        ("attribute", r"^(?P<s>[a-z]+)'s (?P<k>(?:[a-z]+ ){0,3}?[a-z]+) (?:is|are|was|were) (?P<v>.+)$"),
+        ("affinity", r"^(?P<s>.+?) (?P<verb>likes?|loves?|enjoys?|adores?|hates?|dislikes?|detests?|prefers?|"
+                     r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$"),
+    )
+)
+_DISLIKE = re.compile(r"^(?:hates?|dislikes?|detests?|can not stand)$")
+_ATTRIBUTE_NOISE = re.compile(r"\b(?:current|new|old|present|latest|favorite|favourite)\b ?")
+_CLOSED = re.compile(r"\b(?:resolved|fixed|closed|done|finished|completed|solved|merged|shipped)\b")
+
+
+@dataclass(frozen=True)
+class FactShape:
+    """What decide() compares: normalized text, content stems, polarity, typed values, slot."""
+
+    normal: str
+    stems: frozenset[str]
+    negative: bool
+    values: frozenset[str]
+    subject: str
+    slot: str | None
+    slot_value: frozenset[str]
+
+
+def normalize(text: str) -> str:
+    """Case, punctuation, whitespace and fillers ("now", "currently", "still") folded away."""
+    text = expand_contractions(text).lower().replace("’", "'")
+    text = re.sub(r"[^\w\s'$€%.:-]|(?<!\d)[.:]|[.:](?!\d)|'(?!s\b)", " ", text)
+    text = FILLERS.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _stem(word: str) -> str:
+    word = IRREGULAR.get(word, word).removesuffix("'s")
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in re.findall(r"[\w$€%.:]+", text) if w not in STOPWORDS and w.strip(".:"))
+
+
+_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+@functools.lru_cache(maxsize=8192)
+def shape(text: str) -> FactShape:
+    """The comparison shape of one fact text (cached: neighbours come back again and again)."""
+    normal = normalize(text)
+    timeless = normal
+    for span in find_times(normal, _EPOCH):
+        timeless = timeless.replace(span.text.lower(), " ")
+    negative = bool(NEGATION.search(timeless))
+    plain = " ".join(NEGATION.sub(" ", timeless).split())
+    stems = _stems(plain)
+    values = frozenset(w for w in stems if TYPED_VALUE.match(w))
+    subject, slot, slot_value, dislike = _slot(plain)
+    return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value)
+
+
+def _slot(plain: str) -> tuple[str, str | None, frozenset[str], bool]:
+    """(subject, slot key, slot value stems, whether the verb itself is negative like "hates")."""
+    for key, pattern in _SLOT_FRAMES:
+        m = pattern.match(plain)
+        if not m:
+            continue
+        subject = m["s"].strip()
+        value = _stems(m["v"])
+        if key == "attribute":
+            return subject, "attribute:" + _ATTRIBUTE_NOISE.sub("", m["k"]).strip(), value, False
+        if key == "affinity":  # what is liked is part of the slot; the value is the polarity
+            dislike = bool(_DISLIKE.match(m["verb"]))
+            liked = (w for w in value if not TYPED_VALUE.match(w))
+            return subject, "affinity:" + " ".join(sorted(liked)), frozenset(), dislike
+        return subject, key, value, False
+    first = plain.split(" ", 1)[0] if plain else ""
+    return first, None, frozenset(), False
+
+
+def _similarity(a: FactShape, b: FactShape) -> float:
+    if not a.stems or not b.stems:
+        return 0.0
+    return len(a.stems & b.stems) / len(a.stems | b.stems)
+
+
+def decide(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
+    """The event for `candidate` given the user's current facts most like it."""
+    ordered = sorted(neighbours, key=lambda n: -n.score)
+    if candidate.intent is Intent.FORGET_ENTITY:
+        target = candidate.target or ""
+        hits = tuple(n.id for n in ordered if target and mentions_entity(n.text, target))
+        if hits:
+            return Decision(Event.DELETE_ENTITY, hits, f"facts mentioning {target}")
+        return Decision(Event.NOOP, (), f"no fact mentions {target}")
+    if candidate.intent is Intent.RETRACT:
+        hit = _find_target(candidate.target or "", ordered)
+        if hit is not None:
+            return Decision(Event.INVALIDATE, (hit.id,), "retracted")
+        return Decision(Event.NOOP, (), "nothing matches the retraction")
+    if candidate.intent is Intent.RESOLVE:
+        open_items = [n for n in ordered if not _CLOSED.search(normalize(n.text))]
+        hit = _find_target(candidate.target or "", open_items)
+        if hit is not None:
+            return Decision(Event.RESOLVE, (hit.id,), "open item closed")
+    return _remember(candidate, ordered)
+
+
+def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
+    new = shape(candidate.text)
+    best_ambiguous = 0.0
+    for n in neighbours:
+        old = shape(n.text)
+        if new.normal == old.normal or (
+            new.negative == old.negative
+            and new.values == old.values
+            and new.subject == old.subject
+            and (new.slot is None or new.slot != old.slot or new.slot_value == old.slot_value)
+            and _similarity(new, old) >= DUPLICATE_SIMILARITY
+        ):
+            event = Event.TOUCH if candidate.reconfirm else Event.SKIP_DUPLICATE
+            return Decision(event, (n.id,), "same fact")
+    for n in neighbours:
+        old = shape(n.text)
+        reason = _replaces(new, old)
+        if reason:
+            return Decision(Event.SUPERSEDE, (n.id,), reason)
+        if new.negative == old.negative:
+            best_ambiguous = max(best_ambiguous, _similarity(new, old))
+    return Decision(Event.ADD, (), "new fact", ambiguous=best_ambiguous >= AMBIGUOUS_SIMILARITY)
+
+
+def _replaces(new: FactShape, old: FactShape) -> str:
+    """Why `new` supersedes `old`, or "" when it does not."""
+    if new.subject != old.subject:
+        return ""
+    if new.slot is not None and new.slot == old.slot:
+        if new.negative != old.negative and new.slot_value == old.slot_value:
+            return f"{new.slot} negated"
+        if not new.negative and not old.negative and new.slot_value != old.slot_value:
+            return f"new {new.slot}"
+        if not new.negative and old.negative and new.slot_value != old.slot_value:
+            return ""
+    if new.stems == old.stems and new.negative != old.negative:
+        return "negated"
+    if new.negative == old.negative and new.values and old.values and new.values != old.values:
+        if new.stems - new.values == old.stems - old.values:
+            return "new value"
+    return ""
+
+
+def _target_coverage(target: FactShape, fact: FactShape) -> float:
+    if not target.stems:
+        return 0.0
+    hits = sum(1 for t in target.stems if any(s in fact.stems for s in TARGET_SYNONYMS.get(t, (t,))))
+    return hits / len(target.stems)
+
+
+def _find_target(target: str, neighbours: Sequence[Neighbour]) -> Neighbour | None:
+    """The current fact a retraction or resolution names: the best-covered one, if covered enough."""
+    wanted = shape(target)
+    best: tuple[float, Neighbour] | None = None
+    for n in neighbours:
+        coverage = _target_coverage(wanted, shape(n.text))
+        if coverage >= TARGET_COVERAGE and (best is None or coverage > best[0]):
+            best = (coverage, n)
+    return best[1] if best else None

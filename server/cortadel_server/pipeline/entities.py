@@ -1,0 +1,163 @@
+"""Named entities in fact text, and when two names mean the same entity.
+
+    find_entities("User moved to NYC with Bob.")
+    # [EntityMention("NYC", PLACE, "new york city"), EntityMention("Bob", PERSON, "bob")]
+    same_entity("NYC", "New York City")   # True (alias table)
+    same_entity("IBM", "International Business Machines")   # True (initialism)
+
+Deterministic and cheap: capitalised spans, a few context cues for the kind, and an alias table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from cortadel_server.pipeline.model import EntityKind, EntityMention
+
+__all__ = ["entity_key", "find_entities", "link_entity", "mentions_entity", "same_entity"]
+
+ALIASES = {
+    "nyc": "new york city", "ny": "new york", "sf": "san francisco", "la": "los angeles",
+    "uk": "united kingdom", "us": "united states", "usa": "united states",
+    "united states of america": "united states", "dc": "washington dc", "nola": "new orleans",
+    "philly": "philadelphia", "vegas": "las vegas", "the netherlands": "netherlands",
+    "holland": "netherlands", "uae": "united arab emirates", "eu": "european union",
+    "msft": "microsoft", "aws": "amazon web services", "gcp": "google cloud",
+}
+PLACES = {
+    "berlin", "paris", "london", "tokyo", "rome", "madrid", "lisbon", "amsterdam", "vienna",
+    "munich", "hamburg", "zurich", "new york", "new york city", "san francisco", "los angeles",
+    "seattle", "boston", "chicago", "austin", "toronto", "vancouver", "sydney", "melbourne",
+    "dublin", "barcelona", "prague", "warsaw", "copenhagen", "stockholm", "oslo", "helsinki",
+    "singapore", "hong kong", "beijing", "shanghai", "seoul", "mumbai", "delhi", "bangalore",
+    "washington dc", "las vegas", "new orleans", "philadelphia", "kyoto", "osaka", "milan",
+    "germany", "france", "spain", "italy", "portugal", "japan", "china", "india", "canada",
+    "mexico", "brazil", "australia", "united kingdom", "united states", "netherlands",
+    "switzerland", "austria", "ireland", "poland", "sweden", "norway", "denmark", "finland",
+    "united arab emirates", "europe", "asia", "africa", "california", "texas", "bavaria",
+}
+ORGS = {
+    "google", "microsoft", "apple", "amazon", "meta", "facebook", "netflix", "stripe", "openai",
+    "anthropic", "ibm", "intel", "nvidia", "sap", "siemens", "spotify", "shopify", "github",
+    "gitlab", "atlassian", "salesforce", "oracle", "uber", "airbnb", "tesla", "mozilla",
+    "amazon web services", "google cloud", "european union", "deutsche bank", "bmw",
+}
+ORG_SUFFIX = re.compile(r"\b(?:inc|corp|corporation|ltd|llc|gmbh|ag|labs|university|bank|group|company|co)\.?$", re.I)
+NOT_NAMES = {
+    "user", "assistant", "i", "the", "a", "an", "my", "our", "this", "that", "these", "those",
+    "it", "he", "she", "they", "we", "you", "his", "her", "their", "monday", "tuesday",
+    "wednesday", "thursday", "friday", "saturday", "sunday", "mondays", "tuesdays",
+    "wednesdays", "thursdays", "fridays", "saturdays", "sundays", "january", "february", "march",
+    "april", "may", "june", "july", "august", "september", "october", "november", "december",
+    "english", "german", "french", "spanish", "italian", "japanese", "chinese", "christmas",
+    "easter", "ok", "also", "and", "but", "yes", "no",
+}
+PERSON_CUES = re.compile(
+    r"\b(?:manager|boss|wife|husband|partner|friend|brother|sister|son|daughter|mom|mum|dad|"
+    r"mother|father|colleague|coworker|co-worker|teammate|cousin|uncle|aunt|girlfriend|"
+    r"boyfriend|fianc[eé]e?|named|called|with|met|told|asked|dog|cat)\s*$",
+    re.I,
+)
+PLACE_CUES = re.compile(r"\b(?:in|to|from|near|visited|visit|visiting|trip to|flight to)\s*$", re.I)
+ORG_CUES = re.compile(r"\b(?:works? at|works? for|working at|working for|joined|employed (?:at|by)|job at)\s*$", re.I)
+PROJECT_CUES = re.compile(r"\b(?:project|repo|repository|codebase|service|app)\s*$", re.I)
+PROJECT_AFTER = re.compile(r"^\s+(?:project|repo|repository|codebase|service|app)\b", re.I)
+
+# A capitalised word (Berlin, McDonald, O'Neil, K8s) or an all-caps initialism (NYC, IBM).
+_NAME_WORD = r"(?:[A-Z][a-zA-Z0-9]*(?:['’-][A-Za-z]+)*|[A-Z]{2,}[0-9]*)"
+_NAME_SPAN = re.compile(rf"{_NAME_WORD}(?:\s+(?:of\s+|de\s+|van\s+|von\s+|&\s+)?{_NAME_WORD})*")
+_PUNCT = re.compile(r"[^\w\s&]")
+_SPACES = re.compile(r"\s+")
+
+
+def entity_key(name: str) -> str:
+    """The folded identity of a name: case, punctuation, a leading "the" and known aliases."""
+    folded = _SPACES.sub(" ", _PUNCT.sub("", name.replace("’", "'").casefold())).strip()
+    folded = folded.removesuffix("'s").removesuffix(" s")
+    if folded.startswith("the ") and folded not in ALIASES:
+        folded = folded[4:]
+    return ALIASES.get(folded, folded)
+
+
+def _initialism(name: str) -> str:
+    words = [w for w in entity_key(name).split() if w not in ("of", "and", "the", "&", "de")]
+    return "".join(w[0] for w in words) if len(words) > 1 else ""
+
+
+def same_entity(a: str, b: str) -> bool:
+    """True when two names denote the same entity on strong evidence.
+
+    Strong evidence is an identical folded key (which includes the alias table) or an initialism of
+    at least three letters written in capitals ("IBM" for "International Business Machines").
+    """
+    key_a, key_b = entity_key(a), entity_key(b)
+    if key_a == key_b:
+        return True
+    for short, long in ((a, b), (b, a)):
+        bare = short.replace(".", "").strip()
+        if len(bare) >= 3 and bare.isupper() and bare.isalpha() and _initialism(long) == bare.lower():
+            return True
+    return False
+
+
+def link_entity(mention: EntityMention, known: Iterable[EntityMention]) -> EntityMention | None:
+    """The known entity this mention refers to, if any (same kind or an unknown kind)."""
+    for other in known:
+        compatible = mention.kind == other.kind or EntityKind.THING in (mention.kind, other.kind)
+        if compatible and same_entity(mention.name, other.name):
+            return other
+    return None
+
+
+def _kind(name: str, key: str, before: str, after: str) -> EntityKind:
+    if PROJECT_CUES.search(before) or PROJECT_AFTER.match(after):
+        return EntityKind.PROJECT
+    if key in PLACES:
+        return EntityKind.PLACE
+    if key in ORGS or ORG_SUFFIX.search(name) or ORG_CUES.search(before):
+        return EntityKind.ORG
+    if PERSON_CUES.search(before) or re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", after):
+        return EntityKind.PERSON
+    if PLACE_CUES.search(before):
+        return EntityKind.PLACE
+    return EntityKind.THING
+
+
+def _bare(word: str) -> str:
+    return word.casefold().replace("’", "'").removesuffix("'s")
+
+
+def find_entities(text: str) -> list[EntityMention]:
+    """Entities mentioned in one fact, in reading order, one mention per folded key."""
+    mentions: dict[str, EntityMention] = {}
+    for m in _NAME_SPAN.finditer(text):
+        name = m.group(0)
+        words = name.split()
+        while words and _bare(words[0]) in NOT_NAMES:
+            words.pop(0)
+        while words and _bare(words[-1]) in NOT_NAMES:
+            words.pop()
+        if not words:
+            continue
+        name = " ".join(words).removesuffix("'s").removesuffix("’s")
+        start = m.start() + m.group(0).index(words[0])
+        if start == 0 and len(words) == 1 and name.lower() not in PLACES | ORGS and not name.isupper():
+            # A capital at the start of a sentence is usually grammar, not a name.
+            if not re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", text[start + len(name):]):
+                continue
+        key = entity_key(name)
+        if key in mentions:
+            continue
+        kind = _kind(name, key, text[:start], text[start + len(name):])
+        mentions[key] = EntityMention(name=name, kind=kind, key=key)
+    return list(mentions.values())
+
+
+def mentions_entity(text: str, target: str, mentions: Sequence[EntityMention] | None = None) -> bool:
+    """Whether `text` mentions the entity named `target` (by alias, initialism or plain word)."""
+    found = find_entities(text) if mentions is None else mentions
+    if any(same_entity(m.name, target) for m in found):
+        return True
+    key = entity_key(target)
+    return bool(key) and re.search(rf"\b{re.escape(key)}\b", entity_key(text)) is not None

@@ -1,0 +1,83 @@
+"""The extractor seam: conversation turns in, candidate facts out.
+
+    extractor = build_extractor(settings, chat_client)   # RulesExtractor or LlmExtractor
+    candidates = extractor.extract(turns, is_agent_memory=False)
+
+Every extractor finishes its candidates with `make_candidate`, so time resolution, classification
+and entity mentions are the same whichever one produced the text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
+from cortadel_server.pipeline.entities import find_entities
+from cortadel_server.pipeline.model import Candidate, Intent, MemoryType, Turn
+from cortadel_server.pipeline.timeexpr import find_time
+
+if TYPE_CHECKING:
+    from cortadel_server.config import Settings
+    from cortadel_server.pipeline.llm import ChatClient
+
+__all__ = ["Extractor", "build_extractor", "make_candidate"]
+
+
+class Extractor(Protocol):
+    """Turns a conversation into candidate facts. Must not touch storage."""
+
+    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False) -> list[Candidate]: ...
+
+
+def make_candidate(
+    text: str,
+    turn: Turn,
+    taxonomy: Taxonomy,
+    *,
+    intent: Intent = Intent.REMEMBER,
+    target: str | None = None,
+    reconfirm: bool = False,
+    kind: MemoryType | None = None,
+    categories: Sequence[str] | None = None,
+    source_turn_uuids: Sequence[str] | None = None,
+) -> Candidate:
+    """A candidate for `text` said in `turn`, with its valid time, labels and entities.
+
+    A time expression that points into the past moves `valid_at` there ("last month"); one in
+    the future, or none, leaves it at the moment the statement was made.
+    """
+    span = find_time(text, turn.at)
+    valid_at = span.point if span is not None and span.point < turn.at else turn.at
+    uuids = tuple(source_turn_uuids) if source_turn_uuids is not None else ((turn.uuid,) if turn.uuid else ())
+    return Candidate(
+        text=text,
+        intent=intent,
+        said_at=turn.at,
+        valid_at=valid_at,
+        source_turn_uuids=uuids,
+        memory_type=kind or memory_type(text, turn.at),
+        categories=taxonomy.keep(list(categories)) if categories else taxonomy.categorize(text),
+        gist=gist(text),
+        entities=tuple(find_entities(text)),
+        target=target,
+        reconfirm=reconfirm,
+    )
+
+
+def build_extractor(settings: Settings, chat_client: ChatClient | None = None) -> Extractor:
+    """The extractor `settings.extractor` names; the `llm` one falls back to rules when
+    `settings.llm_fallback` is "rules"."""
+    from cortadel_server.pipeline.llm import LlmExtractor
+    from cortadel_server.pipeline.rules import RulesExtractor
+
+    taxonomy = Taxonomy.from_setting(settings.categories)
+    rules = RulesExtractor(taxonomy)
+    if settings.extractor == "rules":
+        return rules
+    if chat_client is None:
+        from cortadel_server.providers import build_chat_client
+
+        chat_client = build_chat_client(settings)
+    fallback = rules if settings.llm_fallback == "rules" else None
+    return LlmExtractor(chat_client, taxonomy, fallback=fallback)

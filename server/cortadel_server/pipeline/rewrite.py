@@ -1,0 +1,143 @@
+"""Rewrite a first-person statement into a third-person fact about its speaker.
+
+    third_person("I only ship to production on Tuesdays.", "User")
+    # "User only ships to production on Tuesdays."
+    third_person("I don't like coffee anymore.", "User")
+    # "User does not like coffee anymore."
+    second_to_third("You work at Google, right?", "User")   # for an assistant's question
+    # "User works at Google, right?"
+
+Everything else in the sentence (names, numbers, dates) is left exactly as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["expand_contractions", "third_person", "second_to_third", "conjugate"]
+
+_CONTRACTIONS = (
+    (r"\b(I|you|we|they)'m\b", r"\1 am"),
+    (r"\b(I|you|we|they)'ve\b", r"\1 have"),
+    (r"\b(I|you|we|they)'ll\b", r"\1 will"),
+    (r"\b(I|you|we|they)'d\b", r"\1 would"),
+    (r"\b(you|we|they)'re\b", r"\1 are"),
+    (r"\b(that|it|this|there|here|what|who|where|how|he|she)'s\b", r"\1 is"),
+    (r"\blet's\b", "let us"),
+    (r"\bcan't\b", "cannot"),
+    (r"\bwon't\b", "will not"),
+    (r"\bain't\b", "is not"),
+    (r"\b(do|does|did|is|are|was|were|have|has|had|should|would|could|must|need)n't\b", r"\1 not"),
+)
+_CONTRACTION_RULES = tuple((re.compile(p, re.I), r) for p, r in _CONTRACTIONS)
+
+ADVERBS = frozenset(
+    "only always never usually really also still just often sometimes mostly now currently rarely "
+    "generally typically actually mainly definitely absolutely primarily recently finally already "
+    "even normally seldom occasionally frequently regularly basically honestly literally totally "
+    "constantly".split()
+)
+MODALS = frozenset("can could will would should may might must shall cannot".split())
+IRREGULAR_PAST = frozenset(
+    "was were had did went got made took came saw met bought left began became ate drank drove flew "
+    "found gave knew lost paid ran said sold sent spent told thought wrote broke built caught chose "
+    "fell felt fought forgot grew heard held hurt kept led lent meant quit rode rang rose sang sat "
+    "shot shut slept spoke stood stole swam taught threw understood woke won wore brought "
+    "sought sold dealt".split()
+)
+_IRREGULAR_PRESENT = {"be": "is", "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
+_TOKEN = re.compile(r"\w+(?:['-]\w+)*|[^\w\s]+")
+_GROUP_WORK = re.compile(
+    r"\b(?:ship|deploy|release|code|repo|team|sprint|customer|client|production|office|company|"
+    r"standup|meeting|product|project|stack|service|build|ci)\w*\b",
+    re.I,
+)
+_OBJECT_FORMS = {"me": "{s}", "myself": "{s}", "my": "{s}'s", "mine": "{s}'s", "our": "{s}'s", "ours": "{s}'s", "us": "{s}"}
+
+
+def expand_contractions(text: str) -> str:
+    """"I'm" → "I am", "don't" → "do not", ... (straight and curly apostrophes)."""
+    text = text.replace("’", "'")
+    for pattern, replacement in _CONTRACTION_RULES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def conjugate(verb: str) -> str:
+    """The third-person singular present of a base-form verb ("ship" → "ships")."""
+    lower = verb.lower()
+    if lower in _IRREGULAR_PRESENT:
+        return _IRREGULAR_PRESENT[lower]
+    if re.search(r"(?:s|sh|ch|x|z|o)$", lower):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", lower):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(sentence: str, subject: str) -> str:
+    """Replace the speaker's "I/me/my/we/our" with `subject` and make the verbs agree.
+
+    "we" becomes "<subject> and their team" in work talk, "... and their family" otherwise.
+    """
+    words = _TOKEN.findall(expand_contractions(sentence))
+    group = "team" if _GROUP_WORK.search(sentence) else "family"
+    for i, word in enumerate(words):
+        lower = word.lower()
+        if word == "I":
+            words[i] = subject
+            _agree(words, i)
+        elif lower == "we":
+            words[i] = f"{subject} and their {group}"
+        elif lower in _OBJECT_FORMS:
+            words[i] = _OBJECT_FORMS[lower].format(s=subject)
+    return _join(words)
+
+
+def second_to_third(sentence: str, subject: str) -> str:
+    """Replace "you/your" (the listener) with `subject`, for statements made *to* the speaker."""
+    words = _TOKEN.findall(expand_contractions(sentence))
+    for i, word in enumerate(words):
+        lower = word.lower()
+        if lower in ("you", "yourself"):
+            words[i] = subject
+            if lower == "you":
+                _agree(words, i)
+        elif lower in ("your", "yours"):
+            words[i] = f"{subject}'s"
+    return _join(words)
+
+
+def _is_base_verb(word: str) -> bool:
+    lower = word.lower()
+    if lower in MODALS or lower in IRREGULAR_PAST or lower in ADVERBS or lower == "not":
+        return lower == "were"
+    return word.isalpha() and not lower.endswith("ed")
+
+
+def _agree(words: list[str], subject_at: int) -> None:
+    """Conjugate the verb after the subject at `subject_at`, skipping adverbs, in place.
+
+    A compound subject ("my wife and I go") keeps its plural verb.
+    """
+    if subject_at > 0 and words[subject_at - 1].lower() in ("and", "or"):
+        return
+    i = subject_at + 1
+    while i < len(words):
+        lower = words[i].lower()
+        if lower == "no" and i + 1 < len(words) and words[i + 1].lower() == "longer":
+            i += 2
+        elif lower in ADVERBS or (lower.endswith("ly") and lower not in ("fly", "reply", "apply", "rely")):
+            i += 1
+        else:
+            break
+    if i < len(words) and _is_base_verb(words[i]):
+        words[i] = conjugate(words[i])
+
+
+def _join(tokens: list[str]) -> str:
+    text = ""
+    for tok in tokens:
+        glue = not text or re.fullmatch(r"[.,!?;:%)\]}]+", tok) or text.endswith(("(", "[", "$", "#", "@", "-"))
+        text += tok if glue else " " + tok
+    return text[:1].upper() + text[1:]

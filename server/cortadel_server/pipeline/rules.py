@@ -1,0 +1,214 @@
+"""The deterministic extractor: sentences the speaker says about themselves become facts.
+
+    RulesExtractor().extract([Turn("user", "Hi! I only ship to production on Tuesdays.", None, now)])
+    # [Candidate(text="User only ships to production on Tuesdays.", intent=REMEMBER, ...)]
+
+Per sentence of the speaker's turns (the user's, or the assistant's with `is_agent_memory`):
+questions, greetings, thanks, requests and small talk are dropped; retractions ("forget my old
+address", "that's no longer true"), resolutions ("the login bug is fixed") and entity deletions
+("forget everything about Bob") are recognised; first-person statements are rewritten in the third
+person. Every pattern is compiled once at import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from cortadel_server.pipeline.classify import Taxonomy
+from cortadel_server.pipeline.extract import make_candidate
+from cortadel_server.pipeline.model import Candidate, Intent, Turn
+from cortadel_server.pipeline.rewrite import expand_contractions, second_to_third, third_person
+from cortadel_server.pipeline.timeexpr import find_times
+
+__all__ = ["RulesExtractor", "split_sentences"]
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+_ABBREVIATIONS = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\betc)"
+_SENTENCE_END = re.compile(_ABBREVIATIONS + r"(?<=[.!?])\s+|\n+|;\s+")
+# A new first-person clause after "and"/"but" ("I live in Berlin and I work at SAP").
+_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|my|My)\b)")
+
+_MARKERS = _rx(
+    r"^(?:please|actually|well|oh|so|also|by the way|btw|yes|yeah|yep|yup|no|nope|okay|ok|hey|hi|hello|"
+    r"anyway|anyways|fyi|just so you know|just to let you know|for the record|for context|and|but|"
+    r"hmm+|um+|uh+|thanks|thank you|great|cool|sure|right|correct|indeed|alright|haha|lol|oh and|"
+    r"that is right|exactly|true)\b[\s,!.:;-]*"
+)
+_REMEMBER = _rx(r"^(?:please\s+)?(?:remember|note|keep in mind|do not forget|make a note)(?:\s+that)?[\s:,]+")
+_AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|true)\b")
+_STILL = _rx(r"\bstill\b")
+
+_SMALL_TALK_WORDS = frozenset(
+    "hi hello hey hiya yo thanks thank you thx ty cheers ok okay cool great nice awesome perfect sure "
+    "bye goodbye see ya later good morning evening night afternoon day lol haha yes no yep nope yeah "
+    "got it sounds fine welcome so much very a lot again there all everyone folks man dude mate "
+    "appreciate it much well done excellent wow amazing alright right indeed exactly please".split()
+)
+_SMALL_TALK = _rx(
+    r"^(?:i am (?:fine|good|ok|okay|great|well|alright|doing (?:well|good|great|fine|ok|okay))|"
+    r"i see|i agree|i understand|i do not know|i (?:guess|think|suppose) so|i appreciate|i am back|"
+    r"i have (?:a|another|one more) question|i was wondering|i wonder|i am not sure|i hope|"
+    r"i am glad|i am happy to hear|nice to (?:meet|see|hear)|how are you|i am (?:just )?curious|"
+    r"i (?:would like|want) to ask|i need (?:some )?help|i am sorry|i get it|i got it|"
+    r"i (?:just )?(?:said|meant|asked|mentioned|wrote)\b|i do not care|i am here|i am ready|"
+    r"what is the weather|it is (?:nice|cold|hot|warm|raining|sunny))"
+)
+_REQUEST = _rx(
+    r"^(?:(?:please\s+)?(?:can|could|would|will) you\b|i (?:need|want|would like) you to\b|"
+    r"(?:please\s+)?(?:help|tell|show|give|find|write|explain|check|look|make|create|fix|summarize|"
+    r"list|draft|translate|generate|search|book|send|plan)\b|let me\b|let us\b|"
+    r"i (?:want|would like|need) to know\b)"
+)
+_QUESTION_START = _rx(
+    r"^(?:what|when|where|who|whom|whose|why|how|which|can|could|would|should|do|does|did|is|are|am|"
+    r"was|were|will|shall|may|have|has|any|is there|are there)\b"
+)
+_REACTION = _rx(r"^i (?:really |also |just |totally )?(?:love|like|hate|enjoy|appreciate|prefer) (?:it|that|this|them|those|these)\b")
+_SPECULATION = _rx(r"\b(?:might|maybe|perhaps|probably|if i|i think|i guess|i believe|i suppose|i feel like)\b|^if\b")
+_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]ur|[Oo]urs|[Uu]s)\b")
+_INSTRUCTION = _rx(r"^(?:please\s+)?(?P<how>always|never|do not ever)\s+(?P<rest>\w.+)$")
+
+_FORGET_ENTITY = _rx(
+    r"^(?:please\s+)?(?:forget|delete|erase|remove|wipe)\s+(?:everything|all|anything|all memories|"
+    r"all the memories|all information|whatever you know)\s+(?:you know\s+|you have\s+)?"
+    r"(?:about|regarding|concerning|on|related to)\s+(?P<t>.+?)[.!]*$"
+)
+_RETRACT_WHAT = _rx(
+    r"^(?:please\s+)?(?:forget|delete|erase|remove|disregard|drop)\s+(?:about\s+)?(?:the fact\s+)?"
+    r"(?:that\s+|what i said about\s+)?(?P<t>.+?)[.!]*$"
+)
+_RETRACT_THAT = _rx(
+    r"^(?:(?:that|this|it)\s+(?:is|was)\s+(?:no longer|not|not really)\s+(?:true|correct|right|accurate|"
+    r"the case|valid)(?:\s+any\s?more)?|(?:that|this) is (?:wrong|outdated)|scratch that|ignore that|"
+    r"never mind that)\b"
+)
+_RETRACT_ABOUT = _rx(r"^(?:i was wrong about|it is not true that|that is not true that)\s+(?P<t>.+?)[.!]*$")
+_RESOLVE_PASSIVE = _rx(
+    r"^(?P<t>.+?)\s+(?:is|has been|was|got|are|have been|were)\s+(?:now\s+|finally\s+|already\s+)?"
+    r"(?:resolved|fixed|closed|done|finished|completed|sorted out|solved|merged|shipped)\b"
+)
+_RESOLVE_ACTIVE = _rx(
+    r"^i\s+(?:have\s+)?(?:finally\s+|just\s+|already\s+)?(?:fixed|resolved|closed|finished|completed|solved)"
+    r"\s+(?P<t>.+?)[.!]*$"
+)
+_PRONOUN_TARGET = _rx(r"^(?:it|that|this|they)$")
+_OLD = _rx(r"\b(?:old|previous|former|earlier|outdated)\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences and first-person clauses of `text`, trimmed, empty ones dropped."""
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        parts = _CLAUSE.split(sentence.strip())
+        merged: list[str] = []
+        for part in parts:
+            if merged and len(merged[-1].split()) < 3:
+                merged[-1] = f"{merged[-1]} and {part}"  # "My wife and I ..." is one subject
+            else:
+                merged.append(part)
+        pieces.extend(p.strip() for p in merged if p.strip())
+    return pieces
+
+
+class RulesExtractor:
+    """The default extractor: no model, no network, the same output for the same input."""
+
+    def __init__(self, taxonomy: Taxonomy | None = None) -> None:
+        self.taxonomy = taxonomy or Taxonomy.from_setting(None)
+
+    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False) -> list[Candidate]:
+        speaker = "assistant" if is_agent_memory else "user"
+        subject = "Assistant" if is_agent_memory else "User"
+        candidates: list[Candidate] = []
+        previous: str | None = None  # the last statement made, for "that's no longer true"
+        for turn in turns:
+            role = turn.role.strip().lower()
+            for sentence in split_sentences(turn.content):
+                if role != speaker:
+                    if role != "system":
+                        previous = _strip_tail_question(second_to_third(sentence, subject))
+                    continue
+                candidate = self._sentence(sentence, turn, subject, previous)
+                if candidate is not None:
+                    candidates.append(candidate)
+                    previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
+        return candidates
+
+    def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None) -> Candidate | None:
+        text = expand_contractions(raw.strip())
+        reconfirm = bool(_AFFIRM.match(text))
+        explicit = False
+        while True:
+            stripped = _MARKERS.sub("", text, count=1).strip()
+            remembered = _REMEMBER.sub("", stripped, count=1).strip()
+            explicit = explicit or remembered != stripped
+            if remembered == text:
+                break
+            text = remembered
+        if not text or _is_small_talk(text):
+            return None
+        reconfirm = reconfirm or bool(_STILL.search(text))
+        make = lambda fact, **kw: make_candidate(_sentence_case(fact), turn, self.taxonomy, **kw)  # noqa: E731
+
+        if m := _FORGET_ENTITY.match(text):
+            return make(third_person(text, subject), intent=Intent.FORGET_ENTITY, target=_clean_target(m["t"], subject, turn.at))
+        if m := _RETRACT_ABOUT.match(text):
+            return make(third_person(text, subject), intent=Intent.RETRACT, target=third_person(m["t"], subject))
+        if _RETRACT_THAT.match(text):
+            if previous is None:
+                return None
+            return make(third_person(text, subject), intent=Intent.RETRACT, target=previous)
+        if m := _RETRACT_WHAT.match(text):
+            return make(third_person(text, subject), intent=Intent.RETRACT, target=_clean_target(m["t"], subject, turn.at))
+        if m := _RESOLVE_ACTIVE.match(text) or _RESOLVE_PASSIVE.match(text):
+            target = m["t"]
+            if _PRONOUN_TARGET.match(target):
+                if previous is None:
+                    return None
+                target = previous
+            return make(third_person(text, subject), intent=Intent.RESOLVE, target=_clean_target(target, subject, turn.at))
+
+        if text.endswith("?") or (_QUESTION_START.match(text) and not explicit):
+            return None
+        if m := _INSTRUCTION.match(text):
+            how = "never" if m["how"].lower() != "always" else "always"
+            return make(f"{subject} prefers to {how} {_end(m['rest'])}")
+        if _REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text):
+            return None
+        if not (_FIRST_PERSON.search(text) or explicit):
+            return None
+        return make(third_person(_end(text), subject), reconfirm=reconfirm)
+
+
+def _is_small_talk(text: str) -> bool:
+    words = re.findall(r"[a-z']+", text.lower())
+    return not words or all(w in _SMALL_TALK_WORDS for w in words) or bool(_SMALL_TALK.match(text))
+
+
+def _clean_target(target: str, subject: str, said_at: datetime) -> str:
+    """The thing a retraction or resolution is about, without "the"/"my old"/time decoration."""
+    for span in find_times(target, said_at):
+        target = target.replace(span.text, " ")
+    target = _OLD.sub("", third_person(" ".join(target.split()).strip(" .!"), subject))
+    return re.sub(r"^(?:the|a|an)\s+", "", target, flags=re.I).strip()
+
+
+def _strip_tail_question(text: str) -> str:
+    return re.sub(r",?\s*(?:right|correct|is that right|is that correct|yes|no)?\s*\?$", ".", text, flags=re.I)
+
+
+def _end(text: str) -> str:
+    text = text.strip().rstrip("!.,;: ")
+    return text + "."
+
+
+def _sentence_case(text: str) -> str:
+    text = text.strip()
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
