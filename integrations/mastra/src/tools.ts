@@ -155,7 +155,7 @@ export function createCortadelTools(options: CortadelToolsOptions = {}) {
               client.add(text, { app: appName }, signal),
             );
             return result.event === "ERROR"
-              ? { text, event: result.event, error: "Cortadel could not store this statement." }
+              ? { text, event: result.event, error: result.error || "Cortadel could not store this statement." }
               : { text, id: result.id, event: result.event };
           } catch (error) {
             errors.report(error, { operation: "add-tool", userId: scope.userId, threadId: scope.threadId });
