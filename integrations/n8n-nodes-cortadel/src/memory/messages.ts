@@ -1,5 +1,4 @@
 import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 
 /** Roles recalled context can be injected under. */
 export type ContextRole = 'user' | 'system';
@@ -74,16 +73,22 @@ export function langchainMessageFactory(module: LangChainMessagesModule): Messag
 
 const MESSAGES_MODULE = '@langchain/core/messages';
 
-/** Where `@langchain/core/messages` may live: next to this package, or next to the n8n process. */
+/**
+ * Load `@langchain/core/messages` as the host has it. n8n is CommonJS, so the CommonJS build
+ * (resolved next to this package, then next to the n8n process) yields the very classes the
+ * agent uses; a dynamic import() covers hosts whose build is ESM-only.
+ */
 async function importHostMessages(): Promise<unknown> {
-	try {
-		return await import(MESSAGES_MODULE);
-	} catch (ownResolutionError) {
-		const entry = require.main?.filename ?? process.argv[1];
-		if (!entry) throw ownResolutionError;
-		const resolved = createRequire(entry).resolve(MESSAGES_MODULE);
-		return await import(pathToFileURL(resolved).href);
+	const entry = require.main?.filename ?? process.argv[1];
+	const resolvers = [require, ...(entry ? [createRequire(entry)] : [])];
+	for (const resolve of resolvers) {
+		try {
+			return resolve(MESSAGES_MODULE);
+		} catch {
+			// Not resolvable from here, or ESM-only: try the next way.
+		}
 	}
+	return import(MESSAGES_MODULE);
 }
 
 function isMessagesModule(value: unknown): value is LangChainMessagesModule {
