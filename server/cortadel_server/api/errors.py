@@ -37,7 +37,8 @@ def validation_response(request: Request, errors: dict[str, list[str]], detail: 
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # The first element says where the field was (body, query, path, header); the rest is its path.
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
     return ".".join(parts) or "body"
 
 

@@ -80,25 +80,34 @@ class BodyLimitMiddleware:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await send_json(send, 413, error_body(413, "payload_too_large", f"Request body exceeds {limit} bytes"), request_id)
             return
+        # Read the body up front (every operation parses all of it anyway), refusing it as soon as
+        # it passes the limit, then replay it to the application.
+        chunks: list[bytes] = []
         received = 0
-
-        async def limited_receive() -> Message:
-            nonlocal received
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise _BodyTooLarge
-            return message
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # disconnect: let the app see it
+                return
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > limit:
+                await send_json(send, 413, error_body(413, "payload_too_large", f"Request body exceeds {limit} bytes"), request_id)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
 
-        try:
-            await self.app(scope, limited_receive, send)
-        except _BodyTooLarge:
-            await send_json(send, 413, error_body(413, "payload_too_large", f"Request body exceeds {limit} bytes"), request_id)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
 
-
-class _BodyTooLarge(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 def api_key_from(scope: Scope) -> str | None:
