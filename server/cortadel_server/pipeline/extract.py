@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from cortadel_server.errors import ConfigError
 from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
 from cortadel_server.pipeline.entities import find_entities
 from cortadel_server.pipeline.model import Candidate, Intent, MemoryType, Turn
@@ -19,7 +20,7 @@ from cortadel_server.pipeline.timeexpr import find_time
 
 if TYPE_CHECKING:
     from cortadel_server.config import Settings
-    from cortadel_server.pipeline.llm import ChatClient
+    from cortadel_server.providers.llm import ChatClient
 
 __all__ = ["Extractor", "build_extractor", "make_candidate"]
 
@@ -79,5 +80,7 @@ def build_extractor(settings: Settings, chat_client: ChatClient | None = None) -
         from cortadel_server.providers import build_chat_client
 
         chat_client = build_chat_client(settings)
+        if chat_client is None:
+            raise ConfigError("CORTADEL_EXTRACTOR=llm needs CORTADEL_LLM_URL and CORTADEL_LLM_MODEL")
     fallback = rules if settings.llm_fallback == "rules" else None
     return LlmExtractor(chat_client, taxonomy, fallback=fallback)

@@ -38,7 +38,7 @@ _MARKERS = _rx(
     r"^(?:please|actually|well|oh|so|also|by the way|btw|yes|yeah|yep|yup|no|nope|okay|ok|hey|hi|hello|"
     r"anyway|anyways|fyi|just so you know|just to let you know|for the record|for context|and|but|"
     r"hmm+|um+|uh+|thanks|thank you|great|cool|sure|right|correct|indeed|alright|haha|lol|oh and|"
-    r"that is right|exactly|true)\b[\s,!.:;-]*"
+    r"that is right|exactly|true|honestly|frankly|seriously|to be honest|basically)\b[\s,!.:;-]*"
 )
 _REMEMBER = _rx(r"^(?:please\s+)?(?:remember|note|keep in mind|do not forget|make a note)(?:\s+that)?[\s:,]+")
 _AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|true)\b")
