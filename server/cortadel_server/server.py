@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from cortadel_server.api.app import create_app
 from cortadel_server.config import Settings
+from cortadel_server.mcp.http import mount_mcp
 from cortadel_server.service import MemoryService
 
 
@@ -19,10 +20,12 @@ def build_app(settings: Settings, service: MemoryService | None = None) -> FastA
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.start_background()
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             service.close()
 
     app = create_app(settings, lifespan=lifespan)
     app.state.service = service
+    mcp = mount_mcp(app, service)
     return app
