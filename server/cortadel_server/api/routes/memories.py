@@ -6,7 +6,7 @@ import math
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from cortadel_server.api import render, schemas
@@ -25,6 +25,9 @@ ERRORS = {
     413: {"model": schemas.ErrorResponse, "description": "Payload Too Large"},
     500: {"model": schemas.ErrorResponse, "description": "Internal Server Error"},
 }
+
+
+MemoryIdPath = Annotated[str, Path(alias="memoryId", description="Memory identifier (a UUID).")]
 
 
 def _memory_type(value: str | None, field: str = "memory_type") -> str | None:
@@ -176,14 +179,14 @@ def _memory_id(memory_id: str) -> str:
 
 
 @router.get(
-    "/{memory_id}",
+    "/{memoryId}",
     operation_id="Memories_Get",
     summary="Get one memory by id.",
     response_model=schemas.MemoryDetailResponse,
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
 def get_memory(
-    memory_id: str,
+    memory_id: MemoryIdPath,
     request: Request,
     service: Service,
     user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
@@ -193,14 +196,14 @@ def get_memory(
 
 
 @router.get(
-    "/{memory_id}/history",
+    "/{memoryId}/history",
     operation_id="Memories_History",
     summary="Every change recorded for a memory, oldest first.",
     response_model=schemas.MemoryHistoryResponse,
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
 def memory_history(
-    memory_id: str,
+    memory_id: MemoryIdPath,
     request: Request,
     service: Service,
     user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
