@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -97,6 +98,12 @@ def test_wordllama_truncates_matryoshka_style(wordllama: WordLlamaEmbedder) -> N
     np.testing.assert_allclose(short, head / np.linalg.norm(head, axis=1, keepdims=True), atol=1e-6)
     with pytest.raises(ProviderError, match="512 dimensions asked"):
         WordLlamaEmbedder(dim=512)
+
+
+def test_wordllama_reads_the_first_2048_tokens_of_a_long_text(wordllama: WordLlamaEmbedder) -> None:
+    coffee, cut, whole_mix = wordllama.embed(["coffee " * 100, "coffee " * 3000 + "train " * 3000, "coffee " * 100 + "train " * 100])
+    assert coffee @ cut == pytest.approx(1.0, abs=1e-5)
+    assert coffee @ whole_mix < 0.9
 
 
 def test_wordllama_refuses_models_it_would_have_to_download() -> None:
@@ -196,14 +203,20 @@ def test_openai_embedder_fails_at_start_when_the_model_is_too_small(api: Scripte
         OpenAIEmbedder(api.v1_url, dim=8, policy=FAST)
 
 
-def test_openai_embedder_retries_429_honouring_retry_after(api: ScriptedOpenAI) -> None:
+def test_openai_embedder_retries_429_honouring_retry_after(api: ScriptedOpenAI, caplog: pytest.LogCaptureFixture) -> None:
     api.handle("/v1/embeddings", echo_vectors)
     embedder = OpenAIEmbedder(api.v1_url, policy=FAST)
     try:
         api.enqueue("/v1/embeddings", Reply.error(429, "slow down", retry_after=0.3))
         started = time.monotonic()
-        vectors = embedder.embed(["abc"])
+        with caplog.at_level(logging.WARNING, logger="cortadel.providers"):
+            vectors = embedder.embed(["abc"])
         assert time.monotonic() - started >= 0.3
+        (warning,) = caplog.records
+        assert warning.getMessage() == (
+            f"openai embedder: {api.v1_url}/embeddings answered HTTP 429: "
+            '{"error": {"message": "slow down", "type": "scripted"}}; try 2 of 3 in 0.30s'
+        )
         assert len(api.requests) == 3  # probe, 429, retry
         np.testing.assert_allclose(vectors[0], np.array([3, 1, 0, 2]) / np.sqrt(14), rtol=1e-6)
     finally:

@@ -11,6 +11,7 @@ caller's time budget is spent. Any other 4xx, an undecodable body, or the last f
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 
 from cortadel_server.errors import ProviderError
+
+log = logging.getLogger("cortadel.providers")
 
 
 @dataclass(frozen=True)
@@ -87,5 +90,7 @@ class JsonApi:
                     raise ProviderError(f"{self.label}: {failure}")
                 retry_after = response.headers.get("retry-after")
             if attempt < self.policy.tries:
-                time.sleep(self.policy.delay(attempt, retry_after))
+                pause = self.policy.delay(attempt, retry_after)
+                log.warning("%s: %s; try %d of %d in %.2fs", self.label, failure, attempt + 1, self.policy.tries, pause)
+                time.sleep(pause)
         raise ProviderError(f"{self.label}: {failure} (gave up after {self.policy.tries} tries)")

@@ -9,7 +9,11 @@ from typing import Any, Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class ChatResult:
-    """The parsed (and validated) JSON answer, with what it cost: tokens and HTTP calls, the repair included."""
+    """The parsed (and validated) JSON answer and what it cost, a repair included.
+
+    ``calls`` counts answered chat completions: 1, or 2 when a repair was asked for (transport retries
+    are not counted).
+    """
 
     data: Any
     prompt_tokens: int
