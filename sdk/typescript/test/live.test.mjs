@@ -1,6 +1,9 @@
 // Every client method against a real Cortadel server, with the raw requests recorded to check the
 // snake_case wire.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { CortadelClient, CortadelError } from "@cortadel/sdk";
 import { recordingFetch, startServer } from "./support.mjs";
@@ -353,4 +356,23 @@ describe("addConversation", () => {
     assert.deepEqual(result, { results: [], noFactsExtracted: true });
     assert.equal((await client.list()).total, 0);
   });
+});
+
+test("the README's quickstart example runs as documented", async () => {
+  const example = fileURLToPath(new URL("../examples/quickstart.mjs", import.meta.url));
+  const { stdout } = await promisify(execFile)(process.execPath, [example], {
+    env: { ...process.env, CORTADEL_BASE_URL: server.baseUrl },
+  });
+  assert.equal(
+    stdout,
+    [
+      "add: ADD",
+      "search: Alice prefers green tea in the morning",
+      "list: 1 memories",
+      "get: Alice prefers green tea in the morning",
+      "delete: Deleted 1 memory",
+      "get after delete: null",
+      "",
+    ].join("\n"),
+  );
 });
