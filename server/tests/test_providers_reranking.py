@@ -39,7 +39,7 @@ def sigmoid(x: float) -> float:
     return 1 / (1 + math.exp(-x))
 
 
-def build_cross_encoder(folder: Path, *, two_class: bool = False) -> Path:
+def build_cross_encoder(folder: Path, *, two_class: bool = False, token_type: int = TensorProto.INT64) -> Path:
     vocab = {token: i for i, token in enumerate(SPECIAL + WORDS)}
     tokenizer = Tokenizer(WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.normalizer = Lowercase()
@@ -83,13 +83,13 @@ def build_cross_encoder(folder: Path, *, two_class: bool = False) -> Path:
     graph = helper.make_graph(
         nodes,
         "overlap_cross_encoder",
-        [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in INPUTS],
+        [helper.make_tensor_value_info(name, token_type, ["batch", "tokens"]) for name in INPUTS],
         [helper.make_tensor_value_info("logits", f32, ["batch", 2 if two_class else 1])],
         initializer=[
             helper.make_tensor("weights", f32, [len(weights)], weights.tolist()),
             helper.make_tensor("one", f32, [], [1.0]),
             helper.make_tensor("half", f32, [], [0.5]),
-            helper.make_tensor("axis1", TensorProto.INT64, [1], [1]),
+            helper.make_tensor("axis1", TensorProto.INT64, [1], [1]),  # axes stay int64 whatever the token type
             helper.make_tensor("axis2", TensorProto.INT64, [1], [2]),
         ],
     )
@@ -132,6 +132,11 @@ def test_onnx_reranker_truncates_pairs_to_512_tokens(cross_encoder: OnnxReranker
 
 def test_onnx_reranker_reads_a_two_class_head(tmp_path: Path) -> None:
     reranker = OnnxReranker(build_cross_encoder(tmp_path, two_class=True))
+    assert reranker.score("ann works", ["ann works at acme", "bob"]) == pytest.approx([sigmoid(1), sigmoid(-1)], abs=1e-6)
+
+
+def test_onnx_reranker_feeds_int32_token_inputs_to_a_graph_that_wants_them(tmp_path: Path) -> None:
+    reranker = OnnxReranker(build_cross_encoder(tmp_path, token_type=TensorProto.INT32))
     assert reranker.score("ann works", ["ann works at acme", "bob"]) == pytest.approx([sigmoid(1), sigmoid(-1)], abs=1e-6)
 
 

@@ -29,7 +29,7 @@ class OnnxModel:
     directory: Path
     session: Any
     tokenizer: Any
-    input_names: frozenset[str]
+    inputs: dict[str, type[np.signedinteger[Any]]]  # the token inputs the graph takes, with their integer type
     pad_id: int
 
     @classmethod
@@ -62,7 +62,7 @@ class OnnxModel:
             directory=folder,
             session=session,
             tokenizer=tokenizer,
-            input_names=frozenset(i.name for i in session.get_inputs()),
+            inputs={i.name: np.int32 if i.type == "tensor(int32)" else np.int64 for i in session.get_inputs()},
             pad_id=0 if pad_token is None else pad_token,
         )
 
@@ -87,7 +87,7 @@ class OnnxModel:
             types[row, :n] = encoding.type_ids
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         try:
-            output = self.session.run(None, {k: v for k, v in feed.items() if k in self.input_names})[0]
+            output = self.session.run(None, {k: v.astype(self.inputs[k], copy=False) for k, v in feed.items() if k in self.inputs})[0]
         except Exception as exc:
             raise ProviderError(f"ONNX model in {self.directory} failed: {exc}") from exc
         return np.asarray(output, dtype=np.float32), mask
