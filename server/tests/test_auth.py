@@ -11,7 +11,6 @@ import pytest
 
 from cortadel_server.auth import mint_key, verify_key
 from cortadel_server.testing import ServerProcess
-from tests.conftest import AUTH_SECRET
 
 
 def send_key(way: str, key: str) -> dict:
@@ -58,9 +57,9 @@ def test_keys_round_trip_and_reject_tampering() -> None:
 def test_cli_mints_the_same_key() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "cortadel_server", "mint-key", "alice"],
-        env={"CORTADEL_AUTH_SECRET": AUTH_SECRET, "PATH": ""}, capture_output=True, text=True, check=True,
+        env={"CORTADEL_AUTH_SECRET": "cli-secret", "PATH": ""}, capture_output=True, text=True, check=True,
     )
-    assert out.stdout.strip() == mint_key(AUTH_SECRET, "alice")
+    assert out.stdout.strip() == mint_key("cli-secret", "alice")
 
 
 def test_mint_key_without_secret_fails_with_one_line() -> None:
