@@ -218,6 +218,10 @@ class Storage(abc.ABC):
         """Take the oldest due job; it stays claimed until finished, failed, or the server restarts."""
 
     @abc.abstractmethod
+    def requeue_running_jobs(self) -> int:
+        """Jobs claimed by a process that died go back to the queue. Returns how many."""
+
+    @abc.abstractmethod
     def finish_job(self, job_id: int) -> None: ...
 
     @abc.abstractmethod
