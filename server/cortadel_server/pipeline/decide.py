@@ -76,6 +76,7 @@ _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                      r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$"),
     )
 )
+SPEAKERS = frozenset({"user", "user's", "assistant", "assistant's"})
 _DISLIKE = re.compile(r"^(?:hates?|dislikes?|detests?|can not stand)$")
 _ATTRIBUTE_NOISE = re.compile(r"\b(?:current|new|old|present|latest|favorite|favourite)\b ?")
 _CLOSED = re.compile(r"\b(?:resolved|fixed|closed|done|finished|completed|solved|merged|shipped)\b")
@@ -218,7 +219,9 @@ def _replaces(new: FactShape, old: FactShape) -> str:
     if new.stems == old.stems and new.negative != old.negative:
         return "negated"
     if new.negative == old.negative and new.values and old.values and new.values != old.values:
-        if new.stems - new.values == old.stems - old.values:
+        # Only for the speaker's own routines and counts: in other notes a number is often a name
+        # ("note 3", "room 4"), and two such notes are two facts.
+        if new.subject in SPEAKERS and new.stems - new.values == old.stems - old.values:
             return "new value"
     return ""
 

@@ -140,6 +140,13 @@ class RulesExtractor:
                     previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
         return candidates
 
+    def verbatim(self, text: str, turn: Turn) -> Candidate:
+        """`text` kept exactly as written, with only its intent recognised (for `infer: false`)."""
+        found = self._sentence(text, turn, "User", None)
+        if found is None or found.intent is Intent.REMEMBER:
+            return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False)
+        return make_candidate(text, turn, self.taxonomy, intent=found.intent, target=found.target)
+
     def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None) -> Candidate | None:
         text = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))

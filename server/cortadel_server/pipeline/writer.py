@@ -1,32 +1,83 @@
-"""The write path: from a text or a conversation to stored, deduplicated facts.
+"""The write path: from a text or a conversation to stored, deduplicated, versioned facts.
 
-NOTE FOR THE PIPELINE HELPER (from the lead): this is the lead's interim implementation so the
-REST API works end to end. You own this file from here on. Keep the public interface that
-``cortadel_server.service.MemoryService`` calls — ``Writer.from_settings(settings, storage,
-embedder, retriever)``, ``Writer.add_text(...)``, ``Writer.add_conversation(...)``,
-``Writer.close()``, ``WriteOutcome``, ``ConversationTurn`` — and replace the body with the real
-pipeline (extractors, intents, decide, supersede, history, entities, jobs). Extend the interface
-(new keyword arguments, new fields on WriteOutcome) freely; tell the lead what you changed.
-The storage interface is ``cortadel_server.storage.base.Storage`` (see its docstrings), and
-``cortadel_server.text.fingerprint`` is the dedup key stored on each record.
+    writer = Writer.from_settings(settings, storage, embedder, retriever)
+    writer.start_background()       # the enrichment job worker
+
+    outcomes = writer.add_conversation(
+        "alice",
+        [ConversationTurn("user", "I moved to Paris last month.", uuid="t1")],
+        is_agent_memory=False, app_name=None, tags=[], project=None,
+        session_id=None, transcript_path=None,
+    )                               # [] means no_facts_extracted
+    outcome = writer.add_text("alice", "I live in Berlin.", infer=True, app_name="cli",
+                              memory_type=None, metadata={}, project=None, tags=[], source="add")
+    outcome.event, outcome.id, outcome.memory, outcome.record
+
+    writer.close()
+
+Per candidate fact, in one storage write transaction: find its neighbours among the user's current
+facts (exact fingerprint, vector similarity and BM25, or the entity's facts for a deletion),
+decide (`cortadel_server.pipeline.decide`), apply the event and record it in the fact history.
+Because the neighbours are read inside the same serialised transaction that writes, two concurrent
+writes of one fact give one `ADD` and one `SKIP_DUPLICATE`. Embeddings, and any LLM call, happen
+before the transaction.
+
+Events and what they store:
+  ADD             a new current fact (extraction_status "pending" and an enrich job when inferring)
+  SKIP_DUPLICATE  nothing; the outcome names the existing fact
+  TOUCH           the existing fact's updated_at, and a TOUCH history entry
+  SUPERSEDE       a new fact; the old one gets invalid_at = the new valid_at (valid time),
+                  expired_at = now (record time), superseded_by, state "superseded"
+  RESOLVE         as SUPERSEDE, the old (open) item in state "resolved"
+  INVALIDATE      the retracted fact gets invalid_at = when it was retracted, expired_at = now,
+                  state "invalidated"; no new fact
+  DELETE_ENTITY   every fact mentioning the entity is deleted (one outcome per fact)
+  ERROR           nothing; `error` says why (an LLM outage without fallback, a failed write)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from cortadel_server.config import Settings
+from cortadel_server.errors import CortadelError
+from cortadel_server.pipeline.classify import Taxonomy
+from cortadel_server.pipeline.decide import decide
+from cortadel_server.pipeline.enrich import ENRICH, Enricher, canonical_entity
+from cortadel_server.pipeline.extract import Extractor, build_extractor
+from cortadel_server.pipeline.llm import ExtractionFailed, LlmJudge
+from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, MemoryType, Neighbour, Turn
+from cortadel_server.pipeline.rules import RulesExtractor
+from cortadel_server.providers import build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.retrieval.search import Retriever
-from cortadel_server.storage.base import MemoryRecord, Storage
-from cortadel_server.text import fingerprint, words
+from cortadel_server.storage.base import (
+    INVALIDATED,
+    RESOLVED,
+    SUPERSEDED,
+    MemoryFilters,
+    MemoryRecord,
+    Storage,
+)
+from cortadel_server.text import fingerprint
 
-#: Cosine similarity above which two statements count as the same fact.
-NEAR_DUPLICATE = 0.97
+__all__ = ["ConversationTurn", "WriteOutcome", "Writer"]
+
+log = logging.getLogger("cortadel.pipeline")
+
+#: How many nearest facts each arm (vector, BM25) offers decide() per candidate.
+NEIGHBOURS_PER_ARM = 8
+#: How many facts one "forget everything about X" may delete at most.
+ENTITY_DELETE_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -38,7 +89,12 @@ class ConversationTurn:
 
 @dataclass
 class WriteOutcome:
-    """One fact's fate: the event, the memory it concerns, or the error."""
+    """One fact's fate: the event, the memory it concerns, or the error.
+
+    `id`/`memory` name the stored fact (the new one for ADD/SUPERSEDE/RESOLVE, the existing one for
+    SKIP_DUPLICATE/TOUCH, the retracted or deleted one for INVALIDATE/DELETE_ENTITY); `record` is
+    that fact as stored now; `extra` carries `targets` (ids acted on) and `reason`.
+    """
 
     event: str
     id: str | None = None
@@ -48,31 +104,62 @@ class WriteOutcome:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _same_words(a: str, b: str) -> bool:
-    """Near-identical wording: the same numbers and nearly the same words."""
-    wa, wb = set(words(a)), set(words(b))
-    if {w for w in wa if w.isdigit()} != {w for w in wb if w.isdigit()}:
-        return False
-    return len(wa & wb) / max(1, len(wa | wb)) >= 0.8
+@dataclass(frozen=True)
+class _Scope:
+    """What the request says about every fact it writes."""
+
+    user_id: str
+    infer: bool
+    source: str
+    app_name: str | None = None
+    memory_type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    project: str | None = None
+    tags: tuple[str, ...] = ()
+    session_id: str | None = None
+    transcript_path: str | None = None
+
+
+def _ts(moment: datetime) -> float:
+    return moment.timestamp()
 
 
 class Writer:
-    def __init__(self, settings: Settings, storage: Storage, embedder: Embedder, retriever: Retriever) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        storage: Storage,
+        embedder: Embedder,
+        extractor: Extractor,
+        *,
+        taxonomy: Taxonomy | None = None,
+        judge: LlmJudge | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.storage = storage
         self.embedder = embedder
-        self.retriever = retriever
+        self.extractor = extractor
+        self.taxonomy = taxonomy or Taxonomy.from_setting(None)
+        self.rules = RulesExtractor(self.taxonomy)
+        self.judge = judge
+        self.clock = clock
+        self.enricher = Enricher(storage, self.taxonomy, clock=clock)
 
     @classmethod
-    def from_settings(cls, settings: Settings, storage: Storage, embedder: Embedder, retriever: Retriever) -> Writer:
-        return cls(settings, storage, embedder, retriever)
+    def from_settings(cls, settings: Settings, storage: Storage, embedder: Embedder, retriever: Retriever | None = None) -> Writer:
+        """The writer the settings describe (`retriever` is accepted for the service's wiring;
+        neighbours come from the storage arms directly, inside the write transaction)."""
+        taxonomy = Taxonomy.from_setting(settings.categories)
+        chat = build_chat_client(settings) if settings.extractor == "llm" else None
+        extractor = build_extractor(settings, chat)
+        return cls(storage, embedder, extractor, taxonomy=taxonomy, judge=LlmJudge(chat) if chat else None)
 
     def start_background(self) -> None:
-        pass
+        self.enricher.start()
 
     def close(self) -> None:
-        pass
+        self.enricher.stop()
 
+    # -- public entry points ---------------------------------------------------------------------
     def add_text(
         self,
         user_id: str,
@@ -85,38 +172,28 @@ class Writer:
         project: str | None,
         tags: list[str],
         source: str,
+        session_id: str | None = None,
     ) -> WriteOutcome:
-        vector = self.embedder.embed([text])[0]
-        now = time.time()
-        with self.storage.write():
-            existing = self.storage.find_by_fingerprint(user_id, fingerprint(text))
-            if existing is None:
-                from cortadel_server.storage.base import MemoryFilters
-
-                near = self.storage.vector_search(user_id, vector, MemoryFilters(), 1)
-                if near and near[0].score >= NEAR_DUPLICATE:
-                    candidate = self.storage.get_memory(user_id, near[0].id)
-                    if candidate is not None and _same_words(candidate.text, text):
-                        existing = candidate
-            if existing is not None:
-                return WriteOutcome("SKIP_DUPLICATE", existing.id, existing.text, record=existing)
-            record = MemoryRecord(
-                id=str(uuid.uuid4()),
-                user_id=user_id,
-                text=text,
-                created_at=now,
-                valid_at=now,
-                fingerprint=fingerprint(text),
-                memory_type=memory_type or "semantic",
-                app_name=app_name,
-                metadata=metadata,
-                project=project,
-                tags=tags,
-                gist=text[:100],
-            )
-            self.storage.insert_memory(record, vector)
-            self.storage.record_event(user_id, record.id, "ADD", now, {"source": source})
-        return WriteOutcome("ADD", record.id, record.text, record=record)
+        """One text. With `infer` it runs through the extractor like a one-message conversation
+        (and is stored as written when the extractor finds no statement in it); without, it is
+        stored verbatim, but retractions/resolutions in it are still recognised and it is still
+        deduplicated. All results are in `extra["results"]`; the first one is returned."""
+        scope = _Scope(user_id, infer, source, app_name, memory_type, dict(metadata), project, tuple(tags), session_id)
+        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock(), UTC))
+        candidates: list[Candidate] = []
+        if infer:
+            try:
+                candidates = self.extractor.extract([turn])
+            except ExtractionFailed as exc:
+                return WriteOutcome(Event.ERROR.value, error=str(exc))
+        if not candidates:
+            candidates = [self.rules.verbatim(text, turn)]
+        outcomes = self._write(scope, candidates)
+        if not outcomes:
+            return WriteOutcome(Event.ERROR.value, memory=text, error="Nothing to forget: no current memory matches.")
+        first = outcomes[0]
+        first.extra["results"] = outcomes
+        return first
 
     def add_conversation(
         self,
@@ -130,4 +207,150 @@ class Writer:
         session_id: str | None,
         transcript_path: str | None,
     ) -> list[WriteOutcome]:
-        raise NotImplementedError("from-conversation arrives with the write pipeline")
+        """Distil the turns into facts and store each one; [] when nothing was extracted (and
+        nothing stored). An extraction outage without fallback gives one ERROR outcome."""
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        timed = [Turn(t.role, t.content, t.uuid, now) for t in turns]
+        try:
+            candidates = self.extractor.extract(timed, is_agent_memory=is_agent_memory)
+        except ExtractionFailed as exc:
+            return [WriteOutcome(Event.ERROR.value, error=str(exc))]
+        scope = _Scope(user_id, True, "conversation", app_name, None, {}, project, tuple(tags), session_id, transcript_path)
+        return self._write(scope, candidates)
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    def _write(self, scope: _Scope, candidates: Sequence[Candidate]) -> list[WriteOutcome]:
+        if not candidates:
+            return []
+        texts = [c.text for c in candidates] + [_query(c) for c in candidates]
+        vectors = self.embedder.embed(texts)
+        count = len(candidates)
+        outcomes: list[WriteOutcome] = []
+        for i, candidate in enumerate(candidates):
+            if scope.memory_type:
+                candidate = dataclasses.replace(candidate, memory_type=MemoryType(scope.memory_type))
+            try:
+                outcomes.extend(self._one(scope, candidate, vectors[i], vectors[count + i]))
+            except CortadelError as exc:
+                log.error("write failed for %r: %s", candidate.text, exc)
+                outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
+        if any(o.event in (Event.ADD.value, Event.SUPERSEDE.value, Event.RESOLVE.value) for o in outcomes) and scope.infer:
+            self.enricher.wake()
+        return outcomes
+
+    def _one(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray) -> list[WriteOutcome]:
+        judged: tuple[Decision, Decision] | None = None
+        if self.judge is not None and candidate.intent is Intent.REMEMBER:
+            # Settle an ambiguous case with the model before taking the write lock.
+            neighbours = self._neighbours(scope.user_id, candidate, query_vector)
+            ruled = decide(candidate, neighbours)
+            if ruled.ambiguous:
+                judged = (ruled, self.judge.judge(candidate, neighbours, ruled))
+        with self.storage.write():
+            neighbours = self._neighbours(scope.user_id, candidate, query_vector)
+            decision = decide(candidate, neighbours)
+            if judged is not None and judged[0] == decision:
+                decision = judged[1]
+            return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours})
+
+    def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray) -> list[Neighbour]:
+        """The current facts decide() should compare the candidate with, best first."""
+        current = MemoryFilters()
+        query = _query(candidate)
+        if candidate.intent is Intent.FORGET_ENTITY:
+            canonical = canonical_entity(query, self.storage.entity_names(user_id))
+            linked = self.storage.memories_for_entities(user_id, [canonical], current, ENTITY_DELETE_LIMIT)
+            texts = self.storage.text_search(user_id, query, current, ENTITY_DELETE_LIMIT)
+            scores = {s.id: s.score for s in [*texts, *linked]}
+        else:
+            scores = {s.id: s.score for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
+            for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
+                scores[hit.id] = max(hit.score, 0.0)
+            same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
+            if same is not None:
+                scores[same.id] = 1.0
+        records = self.storage.get_memories(user_id, list(scores))
+        neighbours = [Neighbour(r.id, r.text, scores[r.id]) for r in records.values() if r.is_current]
+        return sorted(neighbours, key=lambda n: -n.score)
+
+    def _apply(
+        self,
+        scope: _Scope,
+        candidate: Candidate,
+        decision: Decision,
+        vector: np.ndarray,
+        neighbours: dict[str, Neighbour],
+    ) -> list[WriteOutcome]:
+        now = self.clock()
+        user = scope.user_id
+        event = decision.event
+        extra = {"targets": list(decision.targets), "reason": decision.reason}
+        if event is Event.NOOP:
+            log.info("no-op for %r: %s", candidate.text, decision.reason)
+            return []
+        if event is Event.DELETE_ENTITY:
+            gone = [(t, neighbours[t].text) for t in decision.targets]
+            self.storage.delete_memories(user, [t for t, _ in gone])
+            return [WriteOutcome(event.value, t, text, extra=dict(extra)) for t, text in gone]
+        if event in (Event.SKIP_DUPLICATE, Event.TOUCH):
+            target = decision.targets[0]
+            if event is Event.TOUCH:
+                self.storage.update_memory(user, target, updated_at=now)
+                self.storage.record_event(user, target, event.value, now, {"statement": candidate.text, "source": scope.source})
+            record = self.storage.get_memory(user, target)
+            return [WriteOutcome(event.value, target, record.text if record else None, record=record, extra=extra)]
+        if event is Event.INVALIDATE:
+            target = decision.targets[0]
+            self.storage.update_memory(
+                user, target, invalid_at=_ts(candidate.valid_at), expired_at=now, state=INVALIDATED, updated_at=now,
+            )
+            self.storage.record_event(user, target, event.value, now, {"statement": candidate.text, "source": scope.source})
+            record = self.storage.get_memory(user, target)
+            return [WriteOutcome(event.value, target, record.text if record else None, record=record, extra=extra)]
+
+        record = self._insert(scope, candidate, vector, now)
+        if event in (Event.SUPERSEDE, Event.RESOLVE):
+            old = decision.targets[0]
+            self.storage.update_memory(
+                user, old,
+                invalid_at=record.valid_at, expired_at=now, superseded_by=record.id,
+                state=RESOLVED if event is Event.RESOLVE else SUPERSEDED, updated_at=now,
+            )
+            self.storage.record_event(user, old, event.value, now, {"superseded_by": record.id, "statement": candidate.text})
+            self.storage.record_event(user, record.id, event.value, now, {"supersedes": old, "source": scope.source})
+        else:
+            self.storage.record_event(user, record.id, Event.ADD.value, now, {"source": scope.source})
+        return [WriteOutcome(event.value, record.id, record.text, record=record, extra=extra)]
+
+    def _insert(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, now: float) -> MemoryRecord:
+        record = MemoryRecord(
+            id=str(uuid.uuid4()),
+            user_id=scope.user_id,
+            text=candidate.text,
+            created_at=now,
+            fingerprint=fingerprint(candidate.text),
+            gist=candidate.gist,
+            memory_type=candidate.memory_type.value,
+            categories=list(candidate.categories) if scope.infer else [],
+            tags=list(scope.tags),
+            project=scope.project,
+            app_name=scope.app_name,
+            session_id=scope.session_id,
+            metadata=dict(scope.metadata),
+            source_turn_uuids=list(candidate.source_turn_uuids),
+            transcript_path=scope.transcript_path,
+            extraction_status="pending" if scope.infer else "done",
+            valid_at=_ts(candidate.valid_at),
+            updated_at=now,
+        )
+        self.storage.insert_memory(record, vector)
+        if scope.infer:
+            self.storage.enqueue_job(ENRICH, scope.user_id, record.id, {})
+        return record
+
+
+def _query(candidate: Candidate) -> str:
+    """What to look neighbours up by: the retracted/resolved/forgotten thing, else the fact."""
+    if candidate.intent is not Intent.REMEMBER and candidate.target:
+        return candidate.target
+    return candidate.text

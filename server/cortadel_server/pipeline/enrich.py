@@ -1,0 +1,139 @@
+"""Enrichment off the request path: entities and categories for newly stored facts.
+
+    enricher = Enricher(storage, taxonomy)
+    enricher.start()        # a daemon thread working through the durable job table
+    enricher.wake()         # after enqueuing, so the job runs now rather than at the next poll
+    enricher.run_once()     # or one job at a time, synchronously (tests, CLI)
+    enricher.stop()
+
+A fact is written with `extraction_status="pending"` and an `enrich` job. The job links the
+entities its text mentions (resolving aliases such as "NYC" and "New York City" to one entity of
+the user's), fills in categories when the fact has none, and sets the status to "done". A failing
+job is retried with exponential backoff; after `MAX_ATTEMPTS` the fact is marked "failed". Jobs a
+crashed process had claimed are queued again at start, so a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from cortadel_server.pipeline.classify import Taxonomy
+from cortadel_server.pipeline.entities import entity_key, find_entities, same_entity
+from cortadel_server.storage.base import EntityMention, Job, Storage
+
+__all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher", "canonical_entity"]
+
+log = logging.getLogger("cortadel.pipeline")
+
+ENRICH = "enrich"
+MAX_ATTEMPTS = 5
+BASE_DELAY = 2.0
+POLL_SECONDS = 1.0
+
+
+def canonical_entity(name: str, known: dict[str, str]) -> str:
+    """The canonical name of an existing entity of the user that `name` denotes, else its own key.
+
+    `known` maps every alias (lower case) to its canonical name, as ``Storage.entity_names`` gives.
+    """
+    key = entity_key(name)
+    for alias in (key, name.lower()):
+        if alias in known:
+            return known[alias]
+    for alias, canonical in known.items():
+        if same_entity(name, alias):
+            return canonical
+    return key
+
+
+class Enricher:
+    def __init__(self, storage: Storage, taxonomy: Taxonomy, *, clock: Callable[[], float] = time.time) -> None:
+        self.storage = storage
+        self.taxonomy = taxonomy
+        self.clock = clock
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Requeue jobs a previous process left claimed, then work in a daemon thread."""
+        requeued = self.storage.requeue_running_jobs()
+        if requeued:
+            log.info("enrichment: requeued %d interrupted jobs", requeued)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="cortadel-enrich", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                worked = self.run_once()
+            except Exception:  # the worker must outlive any one bad job or database hiccup
+                log.exception("enrichment: worker error")
+                worked = False
+            if not worked:
+                self._wake.wait(POLL_SECONDS)
+                self._wake.clear()
+
+    def run_once(self) -> bool:
+        """Run the oldest due job, if any. Returns whether there was one."""
+        job = self.storage.claim_job(self.clock())
+        if job is None:
+            return False
+        try:
+            if job.kind != ENRICH:
+                raise ValueError(f"unknown job kind {job.kind!r}")
+            self._enrich(job)
+        except Exception as exc:  # recorded on the job and retried; never lost
+            self._failed(job, exc)
+        else:
+            self.storage.finish_job(job.id)
+        return True
+
+    def _enrich(self, job: Job) -> None:
+        if job.memory_id is None:
+            return
+        memory = self.storage.get_memory(job.user_id, job.memory_id)
+        if memory is None:  # deleted before we got to it
+            return
+        known = self.storage.entity_names(job.user_id)
+        mentions = []
+        for mention in find_entities(memory.text):
+            canonical = canonical_entity(mention.name, known)
+            known.setdefault(mention.key, canonical)
+            mentions.append(EntityMention(name=mention.name, kind=mention.kind.value, canonical=canonical))
+        with self.storage.write():
+            self.storage.link_entities(job.user_id, memory.id, mentions)
+            fields: dict[str, object] = {"extraction_status": "done"}
+            if not memory.categories:
+                fields["categories"] = list(self.taxonomy.categorize(memory.text))
+            self.storage.update_memory(job.user_id, memory.id, **fields)
+            self.storage.record_event(
+                job.user_id, memory.id, "ENRICH", self.clock(),
+                {"entities": [m.canonical for m in mentions], **({"categories": fields["categories"]} if "categories" in fields else {})},
+            )
+
+    def _failed(self, job: Job, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        if job.attempts >= MAX_ATTEMPTS:
+            log.error("enrichment: giving up on job %d after %d attempts: %s", job.id, job.attempts, error)
+            self.storage.fail_job(job.id, error, None)
+            if job.memory_id is not None:
+                self.storage.update_memory(job.user_id, job.memory_id, extraction_status="failed")
+            return
+        retry_at = self.clock() + BASE_DELAY * 2 ** (job.attempts - 1)
+        log.warning("enrichment: job %d failed (attempt %d), retrying: %s", job.id, job.attempts, error)
+        self.storage.fail_job(job.id, error, retry_at)
