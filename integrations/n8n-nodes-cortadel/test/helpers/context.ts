@@ -1,5 +1,7 @@
+import { NodeApiError } from 'n8n-workflow';
 import type {
 	IDataObject,
+	JsonObject,
 	IExecuteFunctions,
 	IHttpRequestOptions,
 	INode,
@@ -107,12 +109,12 @@ export function supplyContext(options: ContextOptions): ISupplyDataFunctions & F
 	return buildContext(options) as unknown as ISupplyDataFunctions & FakeContext;
 }
 
-/** An error shaped like the one n8n's request helper throws for a non-2xx answer. */
+/** The error n8n's request helper throws for a non-2xx answer: a NodeApiError around the HTTP error. */
 export function httpError(status: number, body: IDataObject = {}): Error {
-	return Object.assign(new Error(`Request failed with status code ${status}`), {
-		httpCode: String(status),
+	const cause = Object.assign(new Error(`Request failed with status code ${status}`), {
 		response: { status, data: body },
 	});
+	return new NodeApiError(NODE, cause as unknown as JsonObject, { httpCode: String(status) });
 }
 
 /** Replies in order; throws when more requests arrive than replies were given. */

@@ -163,8 +163,12 @@ const get: OperationHandler = async (scope) => {
 		return [(await scope.send<MemoryDetail>(getMemory(scope.userId, memoryId))) as IDataObject];
 	} catch (error) {
 		if (httpStatusOf(error) !== 404) throw error;
-		throw new NodeApiError(scope.context.getNode(), error as JsonObject, {
+		// n8n's request helper already throws a NodeApiError, which the constructor would hand
+		// back unchanged; a fresh error object is what lets the message name the memory.
+		const detail = error instanceof Error ? error.message : String(error);
+		throw new NodeApiError(scope.context.getNode(), { message: detail } as JsonObject, {
 			message: `Memory ${memoryId} not found for user ${scope.userId}`,
+			description: 'Cortadel has no memory with this ID for this user (it may have been deleted).',
 			httpCode: '404',
 			itemIndex: scope.itemIndex,
 		});

@@ -1,0 +1,103 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import type { IDataObject, IHttpRequestOptions, INodeType, INodeTypes, JsonObject } from 'n8n-workflow';
+import { NodeApiError, Workflow } from 'n8n-workflow';
+
+import { CortadelApi } from '../../src/credentials/CortadelApi.credentials';
+import type { HttpHandler } from './context';
+
+export const REPO_ROOT = join(__dirname, '..', '..', '..', '..', '..');
+
+export interface RunningServer {
+	baseUrl: string;
+	stop(): Promise<void>;
+}
+
+/** Start a real Cortadel server through the repository's shared starter. */
+export async function startCortadel(env?: Record<string, string>): Promise<RunningServer> {
+	const starter = pathToFileURL(join(REPO_ROOT, 'tools', 'test-server.mjs')).href;
+	const { startServer } = (await import(starter)) as {
+		startServer(options?: { env?: Record<string, string> }): Promise<RunningServer>;
+	};
+	return startServer({ env });
+}
+
+/** Mint a bearer key for `userId` with the server CLI, under the same auth secret. */
+export function mintKey(userId: string, env: Record<string, string>): string {
+	const venvPython = join(REPO_ROOT, '.venv', 'bin', 'python');
+	const python = process.env.CORTADEL_PYTHON ?? (existsSync(venvPython) ? venvPython : 'python3');
+	return execFileSync(python, ['-m', 'cortadel_server', 'mint-key', userId], {
+		env: { ...process.env, ...env },
+		encoding: 'utf8',
+	}).trim();
+}
+
+const anyNode: INodeType = {
+	description: {
+		displayName: 'Any',
+		name: 'any',
+		group: ['transform'],
+		version: 1,
+		description: '',
+		defaults: {},
+		inputs: [],
+		outputs: [],
+		properties: [],
+	},
+};
+
+/** Evaluate a credential expression ('={{ $credentials... }}') the way n8n does, with n8n-workflow. */
+export function resolveCredentialExpression(expression: string, credentials: IDataObject): unknown {
+	const nodeTypes: INodeTypes = {
+		getByName: () => anyNode,
+		getByNameAndVersion: () => anyNode,
+		getKnownTypes: () => ({}),
+	};
+	const workflow = new Workflow({
+		nodes: [{ id: 'n', name: 'N', type: 'any', typeVersion: 1, position: [0, 0], parameters: {} }],
+		connections: {},
+		active: false,
+		nodeTypes,
+	});
+	const node = workflow.getNode('N')!;
+	return workflow.expression.getSimpleParameterValue(node, expression, 'internal', { $credentials: credentials }, undefined, '');
+}
+
+/**
+ * A real `httpRequestWithAuthentication`: applies the Cortadel API credential's authenticate
+ * block, sends the request with fetch, decodes JSON and fails like n8n does on a non-2xx answer.
+ */
+export function liveHttp(credentials: IDataObject): HttpHandler {
+	const headers = new CortadelApi().authenticate.properties.headers as Record<string, string>;
+	const authHeaders = Object.fromEntries(
+		Object.entries(headers)
+			.map(([name, value]) => [name, String(resolveCredentialExpression(value, credentials))])
+			.filter(([, value]) => value !== ''),
+	);
+	return async (options: IHttpRequestOptions) => {
+		const url = new URL(options.url);
+		for (const [key, value] of Object.entries(options.qs ?? {})) url.searchParams.set(key, String(value));
+		const response = await fetch(url, {
+			method: options.method ?? 'GET',
+			headers: {
+				...(options.headers as Record<string, string>),
+				...authHeaders,
+				...(options.body === undefined ? {} : { 'Content-Type': 'application/json' }),
+			},
+			body: options.body === undefined ? undefined : JSON.stringify(options.body),
+			signal: AbortSignal.timeout(options.timeout ?? 30_000),
+		});
+		const body = (await response.json()) as JsonObject;
+		if (!response.ok) {
+			throw new NodeApiError(
+				{ id: 'live', name: 'live', type: 'live', typeVersion: 1, position: [0, 0], parameters: {} },
+				{ ...body, httpCode: String(response.status) } as JsonObject,
+				{ httpCode: String(response.status) },
+			);
+		}
+		return body;
+	};
+}
