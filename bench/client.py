@@ -6,6 +6,8 @@
 
 Every call returns the decoded JSON body; a non-2xx answer raises :class:`bench.errors.ApiError`.
 `search` also returns its wall-clock time in seconds, measured around the HTTP round trip.
+Reads (search, get, list) that hit a dropped keep-alive connection are sent once more on a new
+one; ``transport_retries`` counts those so the reports can say how often it happened.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class BenchClient:
     def __init__(self, base_url: str, *, timeout: float = 100.0, max_connections: int = 16) -> None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits)
+        self.transport_retries = 0
 
     async def __aenter__(self) -> BenchClient:
         return self
@@ -32,8 +35,14 @@ class BenchClient:
     async def __aexit__(self, *exc: object) -> None:
         await self._http.aclose()
 
-    async def _call(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        response = await self._http.request(method, path, json=json, params=params)
+    async def _call(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None, read: bool = False) -> Any:
+        try:
+            response = await self._http.request(method, path, json=json, params=params)
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            if not read:
+                raise
+            self.transport_retries += 1
+            response = await self._http.request(method, path, json=json, params=params)
         if response.status_code >= 300:
             raise ApiError(method, path, response.status_code, response.text)
         return response.json()
@@ -61,17 +70,17 @@ class BenchClient:
         if rerank is not None:
             body["rerank"] = rerank
         started = time.perf_counter()
-        payload = await self._call("POST", f"{MEMORIES}/search", json=body)
+        payload = await self._call("POST", f"{MEMORIES}/search", json=body, read=True)
         return payload["results"], time.perf_counter() - started
 
     async def get(self, user_id: str, memory_id: str) -> dict[str, Any]:
-        return await self._call("GET", f"{MEMORIES}/{memory_id}", params={"user_id": user_id})
+        return await self._call("GET", f"{MEMORIES}/{memory_id}", params={"user_id": user_id}, read=True)
 
     async def list_all(self, user_id: str, *, size: int = 100) -> AsyncIterator[dict[str, Any]]:
         """Every current memory of a user, newest first, walking the pages."""
         page = 1
         while True:
-            payload = await self._call("GET", MEMORIES, params={"user_id": user_id, "page": page, "size": size})
+            payload = await self._call("GET", MEMORIES, params={"user_id": user_id, "page": page, "size": size}, read=True)
             items = payload.get("items") or []
             for item in items:
                 yield item

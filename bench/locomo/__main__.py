@@ -16,7 +16,7 @@ from bench.locomo import report
 from bench.locomo.dataset import load
 from bench.locomo.run import as_dicts, run_all
 from bench.locomo.systems import server_plans
-from bench.provenance import git_commit
+from bench.provenance import git_commit, load_average
 from bench.server import REPO_ROOT
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick:
             conversations = conversations[:1]
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        load_start = load_average()
         workdir = REPO_ROOT / "bench" / ".work"
         workdir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=workdir, prefix="locomo-") as tmp:
@@ -66,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             "git_commit": git_commit(),
             "quick": args.quick,
             "command": "python -m bench.locomo" + (" --quick" if args.quick else ""),
+            "load_average": [load_start, load_average()],
         },
         "definitions": report.DEFINITIONS,
         "turn_text": TURN_TEXT,

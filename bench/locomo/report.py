@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.locomo.dataset import CATEGORIES
 from bench.markdown import replace_section, table
+from bench.provenance import busy_note
 
 # Plain BM25 without an LLM, measured outside this project on the same questions.
 REFERENCE = {"turn": {"recall@5": 0.53, "mrr": 0.44}, "session": {"hit@5": 0.92, "mrr": 0.81}}
@@ -28,6 +29,16 @@ DEFINITIONS = """\
   covered, discounted by log2(rank + 1); normalised by the ideal DCG of min(|gold|, 10) gains.
 - **Latency**: wall-clock time of each search request measured by the harness over loopback HTTP,
   one request at a time; p50 and p95 over all questions of that system.
+"""
+
+MEM0_NOTE = """\
+mem0ai 2.2.1 runs offline here with `infer=False`, a local on-disk Qdrant collection and the same
+embedder class as the Cortadel server it sits next to. Its search then ranks by vector similarity
+alone: the keyword (BM25) arm needs fastembed's `Qdrant/bm25` model, which fastembed downloads at
+first use (it fails with "Could not load model Qdrant/bm25 from any source" without network, and
+mem0 then switches the arm off), and the lemmatiser and entity boost need spaCy's
+`en_core_web_sm`, which is not on PyPI and is also downloaded at first use. Identical figures for
+`mem0 · X` and `vector · X` are therefore expected: both are exact cosine top-10 over the same vectors.
 """
 
 
@@ -86,6 +97,7 @@ def markdown(run: dict[str, Any]) -> str:
         "# LoCoMo retrieval benchmark",
         f"Run {meta['started_at']} · data `{meta['data']}` (sha256 {meta['data_sha256'][:12]}) · "
         f"{meta['conversations']} conversations, {meta['questions']} questions · git {meta['git_commit']} · `{meta['command']}`",
+        busy_note(*meta["load_average"]),
         "## All questions",
         headline_table(systems),
         "![recall@k per system](locomo-recall-at-k.png)",
@@ -105,7 +117,7 @@ def markdown(run: dict[str, Any]) -> str:
         parts += ["## Systems that did not run", "\n".join(f"- **{_label(s)}** — {s['status']}: {s['reason']}" for s in not_ok)]
     mem0_notes = [w for s in systems if s["engine"] == "mem0" for w in s.get("ingestion", {}).get("notes", {}).get("warnings", [])]
     if mem0_notes:
-        parts += ["## mem0 warnings (features it switched off offline)", "\n".join(f"- `{w}`" for w in sorted(set(mem0_notes)))]
+        parts += ["## mem0 offline", MEM0_NOTE, "What mem0 logged:", "\n".join(f"- `{w}`" for w in sorted(set(mem0_notes)))]
     return "\n\n".join(parts) + "\n"
 
 
@@ -185,7 +197,7 @@ def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
             body = "\n\n".join([
                 f"## LoCoMo headline ({meta['conversations']} conversations, {meta['questions']} questions, top_k = 10)",
                 f"Measured {meta['started_at']} at git {meta['git_commit']}; the full report with definitions is "
-                "[bench/reports/locomo.md](../bench/reports/locomo.md).",
+                "[bench/reports/locomo.md](../bench/reports/locomo.md). Latency columns: " + busy_note(*meta["load_average"]) + ".",
                 headline_table(run["systems"]),
             ])
             replace_section(doc, "locomo", body, new_doc_intro=DOC_INTRO)

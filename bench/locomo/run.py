@@ -31,6 +31,7 @@ class SystemResult:
     reason: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     ingestion: dict[str, Any] = field(default_factory=dict)
+    transport_retries: int = 0  # searches re-sent after the server dropped a keep-alive connection
 
 
 def _ingest_summary(parts: list[Ingested]) -> dict[str, Any]:
@@ -80,6 +81,7 @@ async def run_server_plan(plan: ServerPlan, conversations: list[Conversation], w
                         item.ingestion = _ingest_summary(ingested[ingest])
                         log(f"[{plan.config.name}] ask {item.label} / {ingest}")
                         answers = Answers()
+                        retries_before = api.transport_retries
                         try:
                             for conv, part in zip(conversations, ingested[ingest]):
                                 answers.extend(await ask(api, part, conv.questions, variant))
@@ -87,6 +89,7 @@ async def run_server_plan(plan: ServerPlan, conversations: list[Conversation], w
                             item.status, item.reason = "failed", str(exc)
                             continue
                         item.metrics = score(answers)
+                        item.transport_retries = api.transport_retries - retries_before
     except BenchError as exc:
         for variant in plan.variants:
             for ingest in INGEST_MODES:

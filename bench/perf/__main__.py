@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.perf import report
-from bench.provenance import git_commit
+from bench.provenance import git_commit, load_average
 from bench.perf.run import FULL, QUICK, many_users, single_user
 from bench.server import MINILM, REPO_ROOT, WORDLLAMA
 
@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    load_start = load_average()
     workdir = REPO_ROOT / "bench" / ".work"
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -44,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     run = {
         "meta": {"started_at": started, "git_commit": git_commit(), "embedder": config.name, "cpus": os.cpu_count(),
-                 "quick": args.quick, "command": "python -m bench.perf" + (" --quick" if args.quick else "")},
+                 "quick": args.quick, "command": "python -m bench.perf" + (" --quick" if args.quick else ""),
+                 "load_average": [load_start, load_average()]},
         "sizes": asdict(sizes),
         "targets": report.TARGETS,
         "single_user": single,

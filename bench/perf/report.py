@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.markdown import replace_section, table
+from bench.provenance import busy_note
 
 TARGETS = {"search_p50_ms": 10.0, "search_p95_ms": 25.0, "add_p50_ms": 15.0, "many_users_ratio": 1.5}
 
@@ -26,13 +27,18 @@ def verdicts(run: dict[str, Any]) -> list[list[object]]:
     return [[what, target, got, "met" if ok else "**missed**"] for what, target, got, ok in rows]
 
 
+def _phases(search: dict[str, Any]) -> str:
+    phases = search.get("server_phases") or {}
+    return f"{phases['p50_ms']:.2f} / {phases['p95_ms']:.2f}" if phases.get("n") else "n/a"
+
+
 def results_table(run: dict[str, Any]) -> str:
     single, many = run["single_user"], run["many_users"]
     sizes = run["sizes"]
 
     def col(s: dict[str, Any]) -> list[object]:
         f = s["footprint"]
-        return [f"{s['search']['p50_ms']:.2f} / {s['search']['p95_ms']:.2f}", f"{s['throughput']['searches_per_second']:.0f}",
+        return [f"{s['search']['p50_ms']:.2f} / {s['search']['p95_ms']:.2f}", _phases(s["search"]), f"{s['throughput']['searches_per_second']:.0f}",
                 f"{s['throughput']['latency']['p50_ms']:.1f} / {s['throughput']['latency']['p95_ms']:.1f}",
                 f"{s['add']['p50_ms']:.2f} / {s['add']['p95_ms']:.2f}", f"{s['load']['adds_per_second']:.0f}",
                 f"{s['load']['add_latency_under_load']['p50_ms']:.1f} / {s['load']['add_latency_under_load']['p95_ms']:.1f}",
@@ -40,11 +46,11 @@ def results_table(run: dict[str, Any]) -> str:
 
     base = single["baseline_search"]
     rows = [
-        [f"1 user × {sizes['per_user']:,} (baseline)", f"{sizes['per_user']:,}", f"{base['p50_ms']:.2f} / {base['p95_ms']:.2f}", "", "", "", "", "", "", ""],
+        [f"1 user × {sizes['per_user']:,} (baseline)", f"{sizes['per_user']:,}", f"{base['p50_ms']:.2f} / {base['p95_ms']:.2f}", _phases(base), "", "", "", "", "", "", ""],
         [f"1 user × {single['footprint']['memories']:,}", f"{single['footprint']['memories']:,}", *col(single)],
         [f"{sizes['users']} users × {sizes['per_user']:,}", f"{many['footprint']['memories']:,}", *col(many)],
     ]
-    headers = ["store", "memories", "search p50 / p95 ms", f"searches/s ({sizes['clients']} clients)", "search p50 / p95 ms under load",
+    headers = ["store", "memories", "search p50 / p95 ms", "server phases p50 / p95 ms", f"searches/s ({sizes['clients']} clients)", "search p50 / p95 ms under load",
                "add p50 / p95 ms", "load adds/s", "add p50 / p95 ms while loading", "bytes on disk / memory", "server RSS MiB"]
     return table(headers, rows)
 
@@ -54,6 +60,7 @@ def markdown(run: dict[str, Any]) -> str:
     return "\n\n".join([
         "# Performance bench",
         f"Run {meta['started_at']} · git {meta['git_commit']} · embedder `{meta['embedder']}` · {meta['cpus']} CPUs · `{meta['command']}`",
+        busy_note(*meta["load_average"]),
         "## Targets", table(["what", "target", "measured", "verdict"], verdicts(run)),
         "## Results", results_table(run),
         "## How it is measured",
@@ -72,9 +79,13 @@ HOW = """\
 - Search: `POST /api/v1/memories/search` with `mode: hybrid`, `top_k: 10`; questions from the same
   vocabulary; sequential requests after 20 warm-up queries, users taken in turn. Throughput: 8
   concurrent clients for a fixed time; searches completed per second.
+- Server phases: the sum of the phase timings the server reports in each hit's
+  `attributes.timings_ms` (query embedding, each arm, rerank) for the same sequential searches; the
+  rest of the wall-clock time is HTTP, JSON, loading the hit records and scheduling.
 - Add latency: sequential adds of fresh sentences into the loaded store, after the search runs.
 - Bytes on disk: all files in the data folder after the server stopped (WAL checkpointed), divided
-  by the stored memories. RSS: `VmRSS` (and `VmHWM`, the peak) of the server process from
+  by the current memories (versions replaced by `SUPERSEDE` stay on disk as history and are
+  included in the bytes). RSS: `VmRSS` (and `VmHWM`, the peak) of the server process from
   `/proc/<pid>/status`, read after the search runs.
 """
 
@@ -101,6 +112,7 @@ def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
         body = "\n\n".join([
             f"## Results (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
             f"Measured {meta['started_at']} at git {meta['git_commit']}; details in [bench/reports/perf.md](../bench/reports/perf.md).",
+            busy_note(*meta["load_average"]),
             table(["what", "target", "measured", "verdict"], verdicts(run)),
             results_table(run),
         ])
