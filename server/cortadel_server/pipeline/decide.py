@@ -69,13 +69,15 @@ _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                      r"has a (?:new )?job|took a (?:new )?job|started a (?:new )?job) (?:at|for|by|with)|joined) (?P<v>.+)$"),
         ("occupation", r"^(?P<s>.+?) works? as (?:an? )?(?P<v>.+)$"),
         ("name", r"^(?P<s>.+?) (?:is called|goes by|is named|name is) (?P<v>.+)$"),
-        ("age", r"^(?P<s>.+?) (?:is|turned) (?P<v>\d+)(?: years? old)?$"),
+        ("age", r"^(?P<s>.+?) (?:is|am|turned) (?P<v>\d+)(?: years? old)?$"),
         ("partner", r"^(?P<s>.+?) (?:is married to|is engaged to|is dating|is in a relationship with) (?P<v>.+)$"),
         ("attribute", r"^(?P<s>[a-z]+)'s (?P<k>(?:[a-z]+ ){0,3}?[a-z]+) (?:is|are|was|were) (?P<v>.+)$"),
         ("affinity", r"^(?P<s>.+?) (?P<verb>likes?|loves?|enjoys?|adores?|hates?|dislikes?|detests?|prefers?|"
                      r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$"),
     )
 )
+_AS_USER = {"i": "user", "me": "user", "myself": "user", "my": "user's", "mine": "user's"}
+_FIRST_PERSON = re.compile(r"\b(?:i|me|myself|my|mine)\b")
 SPEAKERS = frozenset({"user", "user's", "assistant", "assistant's"})
 _DISLIKE = re.compile(r"^(?:hates?|dislikes?|detests?|can not stand)$")
 _ATTRIBUTE_NOISE = re.compile(r"\b(?:current|new|old|present|latest|favorite|favourite)\b ?")
@@ -100,6 +102,7 @@ def normalize(text: str) -> str:
     text = expand_contractions(text).lower().replace("’", "'")
     text = re.sub(r"[^\w\s'$€%.:-]|(?<!\d)[.:]|[.:](?!\d)|'(?!s\b)", " ", text)
     text = FILLERS.sub(" ", text)
+    text = _FIRST_PERSON.sub(lambda m: _AS_USER[m.group(0)], text)  # verbatim "I ..." texts compare too
     return " ".join(text.split())
 
 

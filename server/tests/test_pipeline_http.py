@@ -1,0 +1,211 @@
+"""The write pipeline over HTTP, against a real server (rules extractor, embedded storage)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from cortadel_server.testing import ServerProcess
+
+DAY = 86_400
+
+
+def converse(api: httpx.Client, user: str, *contents: str, **extra: Any) -> dict[str, Any]:
+    messages = [{"role": "user", "content": c} for c in contents]
+    response = api.post("/api/v1/memories/from-conversation", json={"user_id": user, "messages": messages, **extra})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def only_result(body: dict[str, Any]) -> dict[str, Any]:
+    assert "no_facts_extracted" not in body
+    [result] = body["results"]
+    return result
+
+
+def listing(api: httpx.Client, user: str, **params: Any) -> list[dict[str, Any]]:
+    response = api.get("/api/v1/memories", params={"user_id": user, "size": 100, **params})
+    assert response.status_code == 200, response.text
+    return response.json()["items"]
+
+
+def detail(api: httpx.Client, user: str, memory_id: str) -> dict[str, Any]:
+    response = api.get(f"/api/v1/memories/{memory_id}", params={"user_id": user})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def instant(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+def seconds(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_new_city_supersedes_the_old_one_and_history_keeps_it(api: httpx.Client, user: str) -> None:
+    berlin = only_result(converse(api, user, "I live in Berlin."))
+    assert (berlin["event"], berlin["memory"]) == ("ADD", "User lives in Berlin.")
+    time.sleep(0.05)
+    between = time.time()
+    time.sleep(0.05)
+    paris = only_result(converse(api, user, "I live in Paris now."))
+    assert (paris["event"], paris["memory"]) == ("SUPERSEDE", "User lives in Paris now.")
+
+    now = detail(api, user, paris["id"])
+    assert now["is_current"] is True
+    old = detail(api, user, berlin["id"])
+    assert (old["is_current"], old["superseded_by"], old["text"]) == (False, paris["id"], "User lives in Berlin.")
+    assert seconds(old["invalid_at"]) == seconds(now["valid_at"])
+    assert between < seconds(old["invalid_at"]) < time.time() + 1
+
+    assert [m["content"] for m in listing(api, user)] == ["User lives in Paris now."]
+    assert {m["content"] for m in listing(api, user, include_superseded="true")} == {
+        "User lives in Paris now.", "User lives in Berlin.",
+    }
+    assert [m["content"] for m in listing(api, user, as_of=instant(between))] == ["User lives in Berlin."]
+
+    history = api.get(f"/api/v1/memories/{berlin['id']}/history", params={"user_id": user}).json()
+    changes = [e for e in history["events"] if e["event"] != "ENRICH"]  # enrichment runs in between
+    assert [e["event"] for e in changes] == ["ADD", "SUPERSEDE"]
+    assert changes[1]["detail"]["superseded_by"] == paris["id"]
+
+
+def test_a_dated_move_is_valid_from_a_month_back_while_record_time_remembers_berlin(api: httpx.Client, user: str) -> None:
+    only_result(converse(api, user, "I live in Berlin."))
+    time.sleep(0.05)
+    between = time.time()
+    time.sleep(0.05)
+    moved = only_result(converse(api, user, "I moved to Paris last month."))
+    assert (moved["event"], moved["memory"]) == ("SUPERSEDE", "User moved to Paris last month.")
+
+    paris = detail(api, user, moved["id"])
+    months_back = (time.time() - seconds(paris["valid_at"])) / DAY
+    assert 27 <= months_back <= 32
+    assert [m["content"] for m in listing(api, user, known_at=instant(between))] == ["User lives in Berlin."]
+    assert [m["content"] for m in listing(api, user)] == ["User moved to Paris last month."]
+
+
+def test_not_liking_coffee_anymore_supersedes_instead_of_deduplicating(api: httpx.Client, user: str) -> None:
+    liked = only_result(converse(api, user, "I like coffee."))
+    changed = only_result(converse(api, user, "I don't like coffee anymore."))
+    assert (changed["event"], changed["memory"]) == ("SUPERSEDE", "User does not like coffee anymore.")
+    assert changed["id"] != liked["id"]
+    assert detail(api, user, liked["id"])["superseded_by"] == changed["id"]
+    assert [m["content"] for m in listing(api, user)] == ["User does not like coffee anymore."]
+
+
+def test_a_repeated_fact_never_makes_a_second_copy(api: httpx.Client, user: str) -> None:
+    first = only_result(converse(api, user, "My dog is called Rex."))
+    again = only_result(converse(api, user, "My dog is called Rex."))
+    by_add = api.post("/api/v1/memories", json={"user_id": user, "text": "My dog is called Rex.", "infer": True}).json()
+    assert first["event"] == "ADD"
+    assert (again["event"], again["id"]) == ("SKIP_DUPLICATE", first["id"])
+    assert (by_add["event"], by_add["id"], by_add["content"]) == ("SKIP_DUPLICATE", first["id"], "User's dog is called Rex.")
+    assert len(listing(api, user, include_superseded="true")) == 1
+
+
+def test_small_talk_stores_nothing(api: httpx.Client, user: str) -> None:
+    body = converse(api, user, "Hi!", "thanks", "what's the weather?")
+    assert body == {"no_facts_extracted": True}
+    assert listing(api, user, include_superseded="true") == []
+
+
+def test_provenance_travels_with_each_fact(api: httpx.Client, user: str) -> None:
+    messages = [
+        {"role": "user", "content": "Good morning!", "uuid": "turn-1"},
+        {"role": "assistant", "content": "Morning! What's up?", "uuid": "turn-2"},
+        {"role": "user", "content": "I'm allergic to peanuts. My sister Ana lives in Lisbon.", "uuid": "turn-3"},
+    ]
+    response = api.post("/api/v1/memories/from-conversation", json={
+        "user_id": user, "messages": messages, "tags": ["health", "family"], "project": "proj-x",
+        "session_id": "sess-7", "transcript_path": "/tmp/transcript.jsonl",
+    })
+    results = response.json()["results"]
+    assert [(r["event"], r["memory"]) for r in results] == [
+        ("ADD", "User is allergic to peanuts."), ("ADD", "User's sister Ana lives in Lisbon."),
+    ]
+    items = {m["content"]: m for m in listing(api, user)}
+    for text in ("User is allergic to peanuts.", "User's sister Ana lives in Lisbon."):
+        item = items[text]
+        assert item["source_turn_uuids"] == ["turn-3"]
+        assert (item["tags"], item["project"], item["session_id"]) == (["health", "family"], "proj-x", "sess-7")
+    assert items["User is allergic to peanuts."]["categories"] == ["health"]
+    history = api.get(f"/api/v1/memories/{results[0]['id']}/history", params={"user_id": user}).json()
+    assert history["events"][0]["event"] == "ADD"
+
+
+def test_enrichment_links_entities_and_finishes(api: httpx.Client, user: str) -> None:
+    added = only_result(converse(api, user, "My manager Sarah Chen moved to NYC."))
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        item = detail(api, user, added["id"])
+        history = api.get(f"/api/v1/memories/{added['id']}/history", params={"user_id": user}).json()["events"]
+        if [e["event"] for e in history] == ["ADD", "ENRICH"]:
+            break
+        time.sleep(0.1)
+    assert [e["event"] for e in history] == ["ADD", "ENRICH"]
+    assert history[1]["detail"]["entities"] == ["sarah chen", "new york city"]
+    listed = {m["id"]: m for m in listing(api, user)}
+    assert listed[added["id"]]["extraction_status"] == "done"
+    assert item["text"] == "User's manager Sarah Chen moved to NYC."
+
+
+def test_retract_resolve_and_forget_an_entity(api: httpx.Client, user: str) -> None:
+    converse(api, user, "My address is 12 Oak Street.", "I'm fixing the login bug.", "My manager is Bob.", "I play tennis with Bob.")
+    before = {m["content"]: m["id"] for m in listing(api, user)}
+
+    retracted = only_result(converse(api, user, "Forget my old address."))
+    assert (retracted["event"], retracted["id"], retracted["memory"]) == (
+        "INVALIDATE", before["User's address is 12 Oak Street."], "User's address is 12 Oak Street.",
+    )
+    gone = detail(api, user, retracted["id"])
+    assert gone["is_current"] is False and gone["invalid_at"] is not None
+
+    resolved = only_result(converse(api, user, "The login bug is fixed."))
+    assert (resolved["event"], resolved["memory"]) == ("RESOLVE", "The login bug is fixed.")
+    assert detail(api, user, before["User is fixing the login bug."])["superseded_by"] == resolved["id"]
+
+    forgotten = converse(api, user, "Forget everything about Bob.")["results"]
+    assert {(r["event"], r["id"]) for r in forgotten} == {
+        ("DELETE_ENTITY", before["User's manager is Bob."]), ("DELETE_ENTITY", before["User plays tennis with Bob."]),
+    }
+    for r in forgotten:
+        assert api.get(f"/api/v1/memories/{r['id']}", params={"user_id": user}).status_code == 404
+    assert [m["content"] for m in listing(api, user)] == ["The login bug is fixed."]
+
+
+def test_infer_false_stores_verbatim_but_still_deduplicates(api: httpx.Client, user: str) -> None:
+    body = {"user_id": user, "text": "i live in Berlin", "infer": False}
+    first = api.post("/api/v1/memories", json=body).json()
+    second = api.post("/api/v1/memories", json=body).json()
+    assert (first["event"], first["content"]) == ("ADD", "i live in Berlin")
+    assert (second["event"], second["id"]) == ("SKIP_DUPLICATE", first["id"])
+    inferred = api.post("/api/v1/memories", json={"user_id": user, "text": "I live in Rome now.", "infer": True}).json()
+    assert (inferred["event"], inferred["content"]) == ("SUPERSEDE", "User lives in Rome now.")
+
+
+def test_two_concurrent_writes_of_one_fact_give_one_add_and_one_skip(server: ServerProcess, user: str) -> None:
+    def post(_: int) -> dict[str, Any]:
+        with httpx.Client(base_url=server.base_url, timeout=30) as client:
+            return only_result(converse(client, user, "I keep my passport in the top drawer."))
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(post, range(2)))
+    assert sorted(r["event"] for r in results) == ["ADD", "SKIP_DUPLICATE"]
+    assert results[0]["id"] == results[1]["id"]
+
+
+def test_the_release_rule_is_found_by_a_release_question(api: httpx.Client, user: str) -> None:
+    converse(
+        api, user,
+        "I only ship to production on Tuesdays.", "I live in Berlin.", "My favorite food is ramen.",
+        "I play the guitar on weekends.", "My manager is Sarah.", "I drink green tea every morning.",
+    )
+    response = api.post("/api/v1/memories/search", json={"user_id": user, "query": "Can we cut a release this Friday?", "top_k": 3})
+    top = [r["content"] for r in response.json()["results"]]
+    assert "User only ships to production on Tuesdays." in top
