@@ -98,6 +98,7 @@ class MemoryService:
         metadata: dict[str, Any] | None = None,
         project: str | None = None,
         tags: Sequence[str] = (),
+        session_id: str | None = None,
         source: str = "add",
     ) -> WriteOutcome:
         return self.writer.add_text(
@@ -110,6 +111,7 @@ class MemoryService:
             project=project,
             tags=list(tags),
             source=source,
+            session_id=session_id,
         )
 
     def add_conversation(

@@ -36,6 +36,7 @@ class CreateMemoryRequest(Request):
     metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object kept with the memory.")
     project: str | None = Field(None, description="Project the memory belongs to (extension).")
     tags: list[str] | None = Field(None, description="Tags (extension).")
+    session_id: str | None = Field(None, description="Session the memory belongs to (extension).")
 
 
 class ConversationMessageItem(Request):

@@ -56,6 +56,7 @@ def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: 
         metadata=body.metadata,
         project=body.project,
         tags=body.tags or (),
+        session_id=body.session_id,
     )
     return render.created(outcome)
 
