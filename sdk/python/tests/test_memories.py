@@ -13,6 +13,8 @@ from conftest import Connect
 
 from cortadel import (
     AddOptions,
+    ChatMessage,
+    ConversationOptions,
     HealthResult,
     ListOptions,
     MemoryCreated,
@@ -134,12 +136,60 @@ def test_point_in_time_reads(server: Any, connect: Connect, user: str) -> None:
 
 def test_history_lists_the_recorded_changes(server: Any, connect: Connect, user: str) -> None:
     client = connect(server.base_url, user)
-    created = client.add("Frank's favourite colour is green.")
+    created = client.add("Frank's favourite colour is green.", AddOptions(infer=False))
     history = client.history(created.id)
     assert history is not None
     assert history.id == created.id
-    assert [(e.event, e.at) for e in history.events] == [("ADD", created.created_at)]
+    assert [e.event for e in history.events] == ["ADD"]
+    assert abs(iso(history.events[0].at) - iso(created.created_at or "")) < timedelta(seconds=1)
     assert client.history(UNKNOWN_ID) is None
+
+
+def test_conversation_facts_are_stored_with_their_turns(server: Any, connect: Connect, user: str) -> None:
+    client = connect(server.base_url, user)
+    result = client.add_conversation(
+        [ChatMessage("user", "I just adopted a beagle named Pixel.", uuid="turn-1"), ChatMessage("assistant", "Congratulations!")],
+        ConversationOptions(session_id="s-42", tags=["pets"]),
+    )
+    assert result.no_facts_extracted is None and result.results is not None
+    (fact,) = result.results
+    assert (fact.event, fact.memory, fact.error) == ("ADD", "User just adopted a beagle named Pixel.", None)
+    stored = client.get(fact.id or "")
+    assert stored is not None
+    assert (stored.text, stored.source_turn_uuids, stored.session_id, stored.tags) == (
+        "User just adopted a beagle named Pixel.", ["turn-1"], "s-42", ["pets"]
+    )
+    assert [h.id for h in client.search("beagle", SearchOptions(session_id="s-42")).results] == [fact.id]
+
+
+def test_small_talk_yields_no_facts(server: Any, connect: Connect, user: str) -> None:
+    result = connect(server.base_url, user).add_conversation([ChatMessage("user", "hi"), ChatMessage("assistant", "hello!")])
+    assert (result.results, result.no_facts_extracted) == (None, True)
+    assert connect(server.base_url, user).list().total == 0
+
+
+def test_a_newer_fact_supersedes_and_history_shows_it(server: Any, connect: Connect, user: str) -> None:
+    client = connect(server.base_url, user)
+    old = client.add("Hana lives in Paris.")
+    time.sleep(0.05)
+    between = datetime.now(timezone.utc)
+    time.sleep(0.05)
+    new = client.add("Hana moved to Berlin.")
+    assert (old.event, new.event) == ("ADD", "SUPERSEDE")
+
+    replaced = client.get(old.id)
+    assert replaced is not None
+    assert (replaced.is_current, replaced.superseded_by) == (False, new.id)
+    assert iso(replaced.invalid_at or "") > between
+    history = client.history(old.id)
+    assert history is not None
+    assert (history.events[0].event, history.events[-1].event) == ("ADD", "SUPERSEDE")
+    assert history.events[-1].detail["superseded_by"] == new.id
+
+    assert [i.id for i in client.list().items] == [new.id]
+    assert [i.id for i in client.list(ListOptions(include_superseded=True)).items] == [new.id, old.id]
+    assert [i.id for i in client.list(ListOptions(as_of=between)).items] == [old.id]
+    assert [h.id for h in client.search("where does Hana live", SearchOptions(as_of=between)).results] == [old.id]
 
 
 def test_delete_removes_memories_everywhere(server: Any, connect: Connect, user: str) -> None:

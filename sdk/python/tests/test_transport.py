@@ -134,6 +134,14 @@ def test_non_json_answers_are_transport_errors(connect: Connect) -> None:
     assert "text/html" in html_ok.value.message
 
 
+def test_redirects_are_not_followed(connect: Connect) -> None:
+    with ScriptedServer(Reply(307, {"moved": True}), Reply(body=EMPTY_PAGE)) as srv:
+        with pytest.raises(TransportError) as caught:
+            connect(srv.base_url, "alice").list()
+    assert (caught.value.status, caught.value.code) == (307, "redirect")
+    assert len(srv.seen) == 1
+
+
 def test_refused_connection_is_a_transport_error(connect: Connect) -> None:
     with ScriptedServer() as srv:
         url = srv.base_url

@@ -52,7 +52,7 @@ class Retry:
             return None
         if not isinstance(error, TransportError) and error.status not in self.statuses:
             return None
-        return min(self.backoff * 2 ** (attempt - 1), self.max_backoff)
+        return float(min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff))
 
 
 HttpClient = Union[httpx.Client, httpx.AsyncClient]
@@ -111,6 +111,9 @@ def finish(call: Call[T], response: httpx.Response) -> T:
     status = response.status_code
     if status == 404 and call.absent_on_404:
         return cast(T, None)
+    if 300 <= status < 400:
+        where = response.headers.get("location") or "elsewhere"
+        raise TransportError(status, "redirect", f"HTTP {status}: the server redirects to {where}; redirects are not followed.")
     body = _json_body(response)
     if 200 <= status < 300 or (status == 503 and call.body_on_503):
         if not isinstance(body, dict):
