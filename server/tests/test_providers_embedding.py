@@ -113,7 +113,7 @@ def test_wordllama_refuses_models_it_would_have_to_download() -> None:
 
 def test_onnx_embedder_reads_minilm(minilm: OnnxEmbedder) -> None:
     assert (minilm.provider, minilm.dim) == ("onnx", 384)
-    assert minilm.model == str(MINILM)
+    assert minilm.model == "all-MiniLM-L6-v2-int8"
 
 
 def test_onnx_embedder_truncates_at_256_tokens(minilm: OnnxEmbedder) -> None:

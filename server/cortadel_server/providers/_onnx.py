@@ -36,7 +36,7 @@ class OnnxModel:
     def load(cls, directory: str | os.PathLike[str], *, max_tokens: int, purpose: str) -> OnnxModel:
         ort = require("onnxruntime", "onnxruntime", purpose)
         tokenizers = require("tokenizers", "tokenizers", purpose)
-        folder = Path(directory).expanduser()
+        folder = Path(directory).expanduser().resolve()
         for name in ("model.onnx", "tokenizer.json"):
             if not (folder / name).is_file():
                 raise ProviderError(f"{purpose}: {folder / name} not found (the model directory needs model.onnx and tokenizer.json)")

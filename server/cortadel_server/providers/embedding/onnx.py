@@ -24,7 +24,7 @@ class OnnxEmbedder:
 
     def __init__(self, directory: str | os.PathLike[str], dim: int = 0) -> None:
         self._onnx = OnnxModel.load(directory, max_tokens=MAX_TOKENS, purpose="the onnx embedder")
-        self.model = str(self._onnx.directory)
+        self.model = self._onnx.directory.name  # the folder name, e.g. all-MiniLM-L6-v2-int8
         probe = self._pool(["dimension probe"])
         if dim > probe.shape[1]:
             raise ProviderError(f"onnx embedder: {dim} dimensions asked, {self.model} yields {probe.shape[1]}")

@@ -37,7 +37,7 @@ class OnnxReranker:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self._onnx = OnnxModel.load(directory, max_tokens=MAX_TOKENS, purpose="the onnx reranker")
-        self.model = str(self._onnx.directory)
+        self.model = self._onnx.directory.name
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OnnxReranker:
