@@ -18,7 +18,7 @@ from cortadel_server.providers._imports import require
 
 
 def cpu_threads() -> int:
-    """Threads for one inference: every core, up to four. The server's other work runs between batches."""
+    """Threads for one inference: every core, up to four (with spinning off, idle workers hand cores back at once)."""
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -14,6 +14,7 @@ Replies are queued per path (``/v1/chat/completions``, ``/v1/embeddings``, ``/v1
 answers (``api.handle(path, fn)``, ``fn(request) -> Reply``); without one the server answers 500
 with a message saying nothing was scripted, so a missing script shows up as a test failure.
 Every request is recorded in ``api.requests`` in arrival order, whether or not it was answered.
+``free_port()`` gives a loopback port with no listener, for "server is down" tests.
 """
 
 from __future__ import annotations
