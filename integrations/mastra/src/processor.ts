@@ -1,4 +1,4 @@
-import type { ConversationMessage, MemoryType, SearchMode } from "@cortadel/sdk";
+import type { ConversationMessage, MemoryType, SearchMode, SearchResult } from "@cortadel/sdk";
 import type { MastraDBMessage } from "@mastra/core/agent/message-list";
 import type {
   ProcessInputArgs,
@@ -110,7 +110,7 @@ export class CortadelMemoryProcessor implements Processor<string> {
 
     const recall = this.#recall;
     const thread = threadKey(scope);
-    let memories;
+    let memories: SearchResult[];
     try {
       const client = this.pool.get(scope.userId);
       const response = await withDeadline(recall.timeoutMs, args.abortSignal, (signal) =>
@@ -183,6 +183,7 @@ export class CortadelMemoryProcessor implements Processor<string> {
   /** Resolve the run's Cortadel scope once per run; both hooks share it through `state`. */
   #scope(args: RunArgs): ResolvedScope | undefined {
     if (SCOPE_STATE_KEY in args.state) return args.state[SCOPE_STATE_KEY] as ResolvedScope | undefined;
+    // Mark the run as resolved before trying, so a failure (even a rethrown one) is reported once.
     args.state[SCOPE_STATE_KEY] = undefined;
     const scope = resolveScope(scopeOfRun(args.requestContext, args.messages), this.#identity, this.#errors);
     args.state[SCOPE_STATE_KEY] = scope;
