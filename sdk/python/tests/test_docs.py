@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO
+from sdk_support import REPO
 
 GUIDE = REPO / "docs" / "sdk-python.md"
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import Connect
+from sdk_support import Connect
 
 from cortadel import (
     AddOptions,

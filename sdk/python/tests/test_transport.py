@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from conftest import Connect
+from sdk_support import Connect
 from scripted_server import Reply, ScriptedServer
 
 from cortadel import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Connect
+from sdk_support import Connect
 
 from cortadel import AuthenticationError, CortadelError, PermissionDeniedError
 
