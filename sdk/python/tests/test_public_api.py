@@ -16,7 +16,7 @@ REQUIRED = "<required>"
 
 def test_all_is_sorted_and_complete() -> None:
     public = {name for name in vars(cortadel) if not name.startswith("_")}
-    assert sorted(cortadel.__all__, key=lambda n: (not n.isupper(), n.startswith("__"), n)) == cortadel.__all__
+    assert cortadel.__all__ == sorted(cortadel.__all__)
     assert set(cortadel.__all__) - {"__version__"} == public
 
 

@@ -41,9 +41,6 @@ from ._sync_client import SyncCortadelClient
 from ._version import __version__
 
 __all__ = [
-    "DEFAULT_BASE_URL",
-    "DEFAULT_LIST_SIZE",
-    "DEFAULT_TIMEOUT",
     "AddOptions",
     "AuthenticationError",
     "ChatMessage",
@@ -52,6 +49,9 @@ __all__ = [
     "ConversationResult",
     "CortadelClient",
     "CortadelError",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_LIST_SIZE",
+    "DEFAULT_TIMEOUT",
     "HealthResult",
     "HistoryEvent",
     "Instant",
