@@ -44,7 +44,9 @@ def canonical_entity(name: str, known: dict[str, str]) -> str:
         if alias in known:
             return known[alias]
     for alias, canonical in known.items():
-        if same_entity(name, alias):
+        # Aliases are stored in lower case; a short one may be an initialism ("ibm" for "IBM").
+        written = alias.upper() if alias.isalpha() and len(alias) <= 6 else alias
+        if same_entity(name, alias) or same_entity(name, written):
             return canonical
     return key
 

@@ -43,6 +43,7 @@ ORGS = {
     "gitlab", "atlassian", "salesforce", "oracle", "uber", "airbnb", "tesla", "mozilla",
     "amazon web services", "google cloud", "european union", "deutsche bank", "bmw",
 }
+TITLE = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Prof)\.\s")
 ORG_SUFFIX = re.compile(r"\b(?:inc|corp|corporation|ltd|llc|gmbh|ag|labs|university|bank|group|company|co)\.?$", re.I)
 NOT_NAMES = {
     "user", "assistant", "i", "the", "a", "an", "my", "our", "this", "that", "these", "those",
@@ -66,7 +67,7 @@ PROJECT_AFTER = re.compile(r"^\s+(?:project|repo|repository|codebase|service|app
 
 # A capitalised word (Berlin, McDonald, O'Neil, K8s) or an all-caps initialism (NYC, IBM).
 _NAME_WORD = r"(?:[A-Z][a-zA-Z0-9]*(?:['’-][A-Za-z]+)*|[A-Z]{2,}[0-9]*)"
-_NAME_SPAN = re.compile(rf"{_NAME_WORD}(?:\s+(?:of\s+|de\s+|van\s+|von\s+|&\s+)?{_NAME_WORD})*")
+_NAME_SPAN = re.compile(rf"(?:(?:Dr|Mr|Mrs|Ms|Prof)\.\s+)?{_NAME_WORD}(?:\s+(?:of\s+|de\s+|van\s+|von\s+|&\s+)?{_NAME_WORD})*")
 _PUNCT = re.compile(r"[^\w\s&]")
 _SPACES = re.compile(r"\s+")
 
@@ -117,7 +118,7 @@ def _kind(name: str, key: str, before: str, after: str) -> EntityKind:
         return EntityKind.PLACE
     if key in ORGS or ORG_SUFFIX.search(name) or ORG_CUES.search(before):
         return EntityKind.ORG
-    if PERSON_CUES.search(before) or re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", after):
+    if TITLE.match(name) or PERSON_CUES.search(before) or re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", after):
         return EntityKind.PERSON
     if PLACE_CUES.search(before):
         return EntityKind.PLACE

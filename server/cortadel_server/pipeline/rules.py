@@ -29,8 +29,8 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-_ABBREVIATIONS = r"(?<!\bDr)(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bSt)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\betc)"
-_SENTENCE_END = re.compile(_ABBREVIATIONS + r"(?<=[.!?])\s+|\n+|;\s+")
+_ABBREVIATIONS = r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bProf\.)"
+_SENTENCE_END = re.compile(r"(?<=[.!?])" + _ABBREVIATIONS + r"\s+|\n+|;\s+", re.IGNORECASE)
 # A new first-person clause after "and"/"but" ("I live in Berlin and I work at SAP").
 _CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|my|My)\b)")
 

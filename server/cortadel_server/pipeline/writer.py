@@ -142,7 +142,7 @@ class Writer:
         self.rules = RulesExtractor(self.taxonomy)
         self.judge = judge
         self.clock = clock
-        self.enricher = Enricher(storage, self.taxonomy, clock=clock)
+        self.enricher = Enricher(storage, self.taxonomy)  # job times are wall-clock times
 
     @classmethod
     def from_settings(cls, settings: Settings, storage: Storage, embedder: Embedder, retriever: Retriever | None = None) -> Writer:

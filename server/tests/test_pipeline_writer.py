@@ -1,0 +1,193 @@
+"""The writer and the enrichment runner in process, on a real SQLite file and the real embedder."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from cortadel_server.config import Settings
+from cortadel_server.pipeline.enrich import MAX_ATTEMPTS, Enricher
+from cortadel_server.pipeline.rules import RulesExtractor
+from cortadel_server.pipeline.writer import ConversationTurn, Writer
+from cortadel_server.providers import build_embedder
+from cortadel_server.providers.embedding.base import Embedder
+from cortadel_server.storage.base import MemoryFilters
+from cortadel_server.storage.sqlite import SqliteStorage
+
+START = datetime(2026, 3, 31, 9, 0, tzinfo=UTC).timestamp()
+DAY = 86_400.0
+
+
+class Clock:
+    """The writer's idea of now, moved by the test."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return build_embedder(Settings())
+
+
+@pytest.fixture
+def storage(tmp_path: Path, embedder: Embedder) -> Iterator[SqliteStorage]:
+    store = SqliteStorage(tmp_path / "cortadel.db")
+    store.ensure_vector_index(embedder.dim, "wordllama")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(START)
+
+
+@pytest.fixture
+def writer(storage: SqliteStorage, embedder: Embedder, clock: Clock) -> Writer:
+    return Writer(storage, embedder, RulesExtractor(), clock=clock)
+
+
+def say(writer: Writer, user: str, *contents: str) -> list[tuple[str, str | None]]:
+    outcomes = writer.add_conversation(
+        user, [ConversationTurn("user", c) for c in contents],
+        is_agent_memory=False, app_name="tests", tags=[], project=None, session_id=None, transcript_path=None,
+    )
+    return [(o.event, o.memory) for o in outcomes]
+
+
+def test_supersede_sets_both_time_axes(writer: Writer, storage: SqliteStorage, clock: Clock) -> None:
+    [berlin] = writer.add_conversation("u", [ConversationTurn("user", "I live in Berlin.")], is_agent_memory=False,
+                                       app_name=None, tags=[], project=None, session_id=None, transcript_path=None)
+    clock.now = START + 100 * DAY  # 9 July 2026
+    [paris] = writer.add_conversation("u", [ConversationTurn("user", "I moved to Paris last month.")], is_agent_memory=False,
+                                      app_name=None, tags=[], project=None, session_id=None, transcript_path=None)
+    assert paris.event == "SUPERSEDE"
+    new, old = storage.get_memory("u", paris.id), storage.get_memory("u", berlin.id)
+    assert new is not None and old is not None
+    assert new.valid_at == datetime(2026, 6, 9, 9, 0, tzinfo=UTC).timestamp()
+    assert (old.invalid_at, old.expired_at, old.superseded_by, old.state) == (new.valid_at, clock.now, new.id, "superseded")
+    assert (old.valid_at, old.created_at) == (START, START)
+
+    def texts(**filters: float) -> list[str]:
+        rows, _ = storage.list_memories("u", MemoryFilters(**filters), offset=0, limit=10)
+        return [r.text for r in rows]
+
+    assert texts(as_of=START + DAY) == ["User lives in Berlin."]  # before the move
+    assert texts(as_of=START + 90 * DAY) == ["User moved to Paris last month."]  # after it
+    assert texts(known_at=START + 80 * DAY) == ["User lives in Berlin."]  # what we believed then
+    assert [h.event for h in storage.history("u", old.id)] == ["ADD", "SUPERSEDE"]
+    assert [h.event for h in storage.history("u", new.id)] == ["SUPERSEDE"]
+
+
+def test_concurrent_identical_writes_store_one_fact(writer: Writer, storage: SqliteStorage) -> None:
+    barrier = threading.Barrier(6)
+
+    def write(_: int) -> str:
+        barrier.wait()
+        [(event, _)] = say(writer, "u", "I keep the spare key under the blue flowerpot.")
+        return event
+
+    with ThreadPoolExecutor(6) as pool:
+        events = sorted(pool.map(write, range(6)))
+    assert events == ["ADD"] + ["SKIP_DUPLICATE"] * 5
+    assert storage.list_memories("u", MemoryFilters(include_superseded=True), offset=0, limit=10)[1] == 1
+
+
+def test_touch_records_the_reconfirmation(writer: Writer, storage: SqliteStorage, clock: Clock) -> None:
+    say(writer, "u", "I live in Lisbon.")
+    clock.now += DAY
+    [touched] = writer.add_conversation("u", [ConversationTurn("user", "Yes, I still live in Lisbon.")], is_agent_memory=False,
+                                        app_name=None, tags=[], project=None, session_id=None, transcript_path=None)
+    assert (touched.event, touched.memory) == ("TOUCH", "User lives in Lisbon.")
+    record = storage.get_memory("u", touched.id)
+    assert record is not None and record.updated_at == clock.now
+    assert [h.event for h in storage.history("u", touched.id)] == ["ADD", "TOUCH"]
+
+
+def test_add_text_verbatim_still_recognises_intent_and_falls_back_to_the_text(writer: Writer) -> None:
+    add = lambda text, infer: writer.add_text("u", text, infer=infer, app_name=None, memory_type=None,  # noqa: E731
+                                              metadata={}, project=None, tags=[], source="add")
+    assert (add("Bob is my manager.", False).event, add("Paris is lovely in spring.", True).memory) == ("ADD", "Paris is lovely in spring.")
+    forgotten = add("Forget everything about Bob.", False)
+    assert (forgotten.event, forgotten.memory) == ("DELETE_ENTITY", "Bob is my manager.")
+    nothing = add("Forget my phone number.", True)
+    assert (nothing.event, nothing.id, nothing.error) == ("ERROR", None, "Nothing to forget: no current memory matches.")
+
+
+def test_enrichment_links_aliases_to_one_entity(writer: Writer, storage: SqliteStorage) -> None:
+    say(writer, "u", "I moved to NYC.", "I work at IBM.")
+    say(writer, "u", "My sister lives in New York City.", "My brother works for International Business Machines.")
+    pending = storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]
+    assert {m.extraction_status for m in pending} == {"pending"}
+    while writer.enricher.run_once():
+        pass
+    rows = {m.text: m for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    assert {m.extraction_status for m in rows.values()} == {"done"}
+    city = {rows_id for rows_id in (s.id for s in storage.memories_for_entities("u", ["new york city"], MemoryFilters(), 10))}
+    assert city == {rows["User moved to NYC."].id, rows["User's sister lives in New York City."].id}
+    company = {s.id for s in storage.memories_for_entities("u", ["ibm"], MemoryFilters(), 10)}
+    assert company == {rows["User works at IBM."].id, rows["User's brother works for International Business Machines."].id}
+
+
+def test_interrupted_jobs_run_after_a_restart(writer: Writer, storage: SqliteStorage, clock: Clock) -> None:
+    say(writer, "u", "My dentist is Dr. Okafor in Leeds.")
+    assert storage.claim_job(time.time() + 1) is not None  # claimed by a process that then died
+    assert storage.claim_job(time.time() + 1) is None
+    restarted = Enricher(storage, writer.taxonomy, clock=lambda: time.time() + 1)
+    restarted.start()
+    try:
+        deadline = time.time() + 5
+        while storage.list_memories("u", MemoryFilters(), offset=0, limit=1)[0][0].extraction_status != "done":
+            assert time.time() < deadline, "the requeued job never ran"
+            time.sleep(0.02)
+    finally:
+        restarted.stop()
+    [memory] = storage.list_memories("u", MemoryFilters(), offset=0, limit=1)[0]
+    assert [h.detail.get("entities") for h in storage.history("u", memory.id) if h.event == "ENRICH"] == [["dr okafor", "leeds"]]
+
+
+def test_a_failing_job_backs_off_then_marks_the_fact_failed(writer: Writer, storage: SqliteStorage) -> None:
+    [(_, _)] = say(writer, "u", "I like hiking.")
+    [memory] = storage.list_memories("u", MemoryFilters(), offset=0, limit=1)[0]
+    job = storage.claim_job(time.time() + 1)
+    assert job is not None
+    storage.finish_job(job.id)
+    storage.enqueue_job("not-a-job-kind", "u", memory.id, {})
+    now = [time.time() + 1]
+    enricher = Enricher(storage, writer.taxonomy, clock=lambda: now[0])
+    waits = []
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        assert enricher.run_once() is True
+        if attempt < MAX_ATTEMPTS:
+            assert enricher.run_once() is False  # not due yet: backing off
+            waits.append(2.0 * 2 ** (attempt - 1))
+            now[0] += waits[-1]
+    assert waits == [2.0, 4.0, 8.0, 16.0]
+    assert enricher.run_once() is False  # given up, not retried
+    assert storage.get_memory("u", memory.id).extraction_status == "failed"  # type: ignore[union-attr]
+
+
+def test_a_ten_turn_conversation_is_written_within_50_ms(writer: Writer) -> None:
+    turns = [
+        "Hi!", "I live in Porto.", "What's the weather like?", "I work at a bakery called Sol.",
+        "My partner is Inês.", "Thanks!", "I only bake sourdough on Fridays.", "Can you suggest a recipe?",
+        "I'm allergic to walnuts.", "My goal is to open a second shop in 2027.",
+    ]
+    timings = []
+    for run in range(15):
+        started = time.perf_counter()
+        results = say(writer, f"perf-{run}", *turns)
+        timings.append((time.perf_counter() - started) * 1000)
+        assert [e for e, _ in results] == ["ADD"] * 6
+    assert statistics.median(timings) <= 50, f"p50 {statistics.median(timings):.1f} ms"
