@@ -105,4 +105,22 @@ describe("a real Mastra Agent with the memory processor (fake Cortadel client)",
     expect(systemTexts(prompts[0]!)).toHaveLength(1);
     expect(log.entries.map((entry) => entry.context.operation)).toEqual(["recall", "persist"]);
   });
+
+  it("works the same through agent.stream", async () => {
+    const { agent, prompts, clients } = agentWith([{ text: "Tuesday " }]);
+    const erin = clients.of("erin");
+    erin.onSearch = async () => [memory("m5", "User only ships to production on Tuesdays.")];
+    const stream = await agent.stream("Can we cut a release this Friday?", { memory: { resource: "erin", thread: "e-2" } });
+    expect(await stream.text).toBe("Tuesday ");
+    await stream.consumeStream?.();
+    expect(systemTexts(prompts[0]!)[1]).toBe(
+      `${DEFAULT_MEMORY_HEADER}\n- User only ships to production on Tuesdays. (recorded 2026-11-02T09:30:00Z)`,
+    );
+    expect(erin.conversations.map((call) => call.messages)).toEqual([
+      [
+        { role: "user", content: "Can we cut a release this Friday?" },
+        { role: "assistant", content: "Tuesday" },
+      ],
+    ]);
+  });
 });

@@ -18,21 +18,39 @@ const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 };
 export function stubModel(script: Step[]) {
   const prompts: PromptMessage[][] = [];
   let toolCalls = 0;
+  function next(prompt: unknown) {
+    prompts.push(prompt as PromptMessage[]);
+    const step = script.shift();
+    if (step === undefined) throw new Error("stub model: no scripted step left");
+    if ("text" in step) return { part: { type: "text" as const, text: step.text }, finishReason: "stop" as const };
+    toolCalls += 1;
+    const call = { type: "tool-call" as const, toolCallId: `call-${toolCalls}`, toolName: step.tool, input: JSON.stringify(step.input) };
+    return { part: call, finishReason: "tool-calls" as const };
+  }
   const model = new MastraLanguageModelV2Mock({
     doGenerate: async (options) => {
-      prompts.push(options.prompt as unknown as PromptMessage[]);
-      const step = script.shift();
-      if (step === undefined) throw new Error("stub model: no scripted step left");
-      if ("text" in step) {
-        return { content: [{ type: "text", text: step.text }], finishReason: "stop", usage, warnings: [] };
-      }
-      toolCalls += 1;
-      return {
-        content: [{ type: "tool-call", toolCallId: `call-${toolCalls}`, toolName: step.tool, input: JSON.stringify(step.input) }],
-        finishReason: "tool-calls",
-        usage,
-        warnings: [],
-      };
+      const { part, finishReason } = next(options.prompt);
+      return { content: [part], finishReason, usage, warnings: [] };
+    },
+    doStream: async (options) => {
+      const { part, finishReason } = next(options.prompt);
+      const parts =
+        part.type === "text"
+          ? [
+              { type: "text-start" as const, id: "text-1" },
+              { type: "text-delta" as const, id: "text-1", delta: part.text },
+              { type: "text-end" as const, id: "text-1" },
+            ]
+          : [part];
+      const stream = new ReadableStream({
+        start(controller) {
+          for (const chunk of [{ type: "stream-start" as const, warnings: [] }, ...parts, { type: "finish" as const, finishReason, usage }]) {
+            controller.enqueue(chunk);
+          }
+          controller.close();
+        },
+      });
+      return { stream };
     },
   });
   return { model, prompts };
