@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -23,13 +23,21 @@ from bench.errors import ApiError
 MEMORIES = "/api/v1/memories"
 
 
+def server_phase_seconds(results: Sequence[dict[str, Any]]) -> float | None:
+    """The server's own timing of a search (embed + arms + rerank, from ``attributes.timings_ms``), in seconds."""
+    if not results:
+        return None
+    timings = (results[0].get("attributes") or {}).get("timings_ms") or {}
+    return sum(timings.values()) / 1000.0 if timings else None
+
+
 class BenchClient:
     def __init__(self, base_url: str, *, timeout: float = 100.0, max_connections: int = 16) -> None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits)
         self.transport_retries = 0
 
-    async def __aenter__(self) -> BenchClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

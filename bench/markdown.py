@@ -29,7 +29,7 @@ def replace_section(doc: Path, name: str, body: str, *, new_doc_intro: str) -> N
     start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
     section = f"{start}\n{body.strip()}\n{end}"
     text = doc.read_text() if doc.exists() else new_doc_intro.rstrip() + "\n"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     if pattern.search(text):
         text = pattern.sub(lambda _: section, text)
     else:

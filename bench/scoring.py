@@ -18,9 +18,10 @@ Every function takes a non-empty gold set.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
-Ranked = Sequence[Set[str]]
+Ranked = Sequence[AbstractSet[str]]
 
 
 def _covered(ranked: Ranked, k: int) -> set[str]:
@@ -30,17 +31,17 @@ def _covered(ranked: Ranked, k: int) -> set[str]:
     return covered
 
 
-def recall_at_k(ranked: Ranked, gold: Set[str], k: int) -> float:
+def recall_at_k(ranked: Ranked, gold: AbstractSet[str], k: int) -> float:
     """Share of gold units covered by the top k results."""
     return len(_covered(ranked, k) & gold) / len(gold)
 
 
-def hit_at_k(ranked: Ranked, gold: Set[str], k: int) -> float:
+def hit_at_k(ranked: Ranked, gold: AbstractSet[str], k: int) -> float:
     """1.0 when any of the top k results covers a gold unit."""
     return 1.0 if _covered(ranked, k) & gold else 0.0
 
 
-def reciprocal_rank(ranked: Ranked, gold: Set[str]) -> float:
+def reciprocal_rank(ranked: Ranked, gold: AbstractSet[str]) -> float:
     """1 / rank of the first result that covers a gold unit; 0.0 when none does."""
     for rank, units in enumerate(ranked, start=1):
         if units & gold:
@@ -48,7 +49,7 @@ def reciprocal_rank(ranked: Ranked, gold: Set[str]) -> float:
     return 0.0
 
 
-def ndcg_at_k(ranked: Ranked, gold: Set[str], k: int) -> float:
+def ndcg_at_k(ranked: Ranked, gold: AbstractSet[str], k: int) -> float:
     """Binary-gain nDCG@k where each gold unit earns credit only at its first covering position."""
     credited: set[str] = set()
     dcg = 0.0
@@ -61,7 +62,7 @@ def ndcg_at_k(ranked: Ranked, gold: Set[str], k: int) -> float:
     return dcg / ideal
 
 
-def question_metrics(ranked: Ranked, gold: Set[str], ks: Iterable[int] = (1, 5, 10)) -> dict[str, float]:
+def question_metrics(ranked: Ranked, gold: AbstractSet[str], ks: Iterable[int] = (1, 5, 10)) -> dict[str, float]:
     """All metrics for one question: recall@k and hit@k per k, MRR (as ``mrr``) and ``ndcg@10``."""
     metrics: dict[str, float] = {}
     for k in ks:

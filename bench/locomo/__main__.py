@@ -8,7 +8,7 @@ import hashlib
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.errors import BenchError
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         conversations = load(args.data)
         if args.quick:
             conversations = conversations[:1]
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        started = datetime.now(UTC).isoformat(timespec="seconds")
         load_start = load_average()
         workdir = REPO_ROOT / "bench" / ".work"
         workdir.mkdir(parents=True, exist_ok=True)

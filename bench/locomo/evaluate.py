@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.client import BenchClient
+from bench.client import BenchClient, server_phase_seconds
 from bench.locomo.dataset import CATEGORIES, Question, session_of
 from bench.locomo.ingest import Ingested, source_turns
 from bench.locomo.systems import Variant
@@ -28,10 +28,12 @@ class Answers:
 
     ranked: list[tuple[Question, list[set[str]]]] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    server_seconds: list[float] = field(default_factory=list)
 
     def extend(self, other: Answers) -> None:
         self.ranked.extend(other.ranked)
         self.seconds.extend(other.seconds)
+        self.server_seconds.extend(other.server_seconds)
 
 
 def ranked_turns(results: Iterable[Mapping[str, Any]], units: Mapping[str, set[str]]) -> list[set[str]]:
@@ -51,6 +53,8 @@ async def ask(api: BenchClient, ingested: Ingested, questions: Sequence[Question
         results, seconds = await api.search(ingested.user_id, question.question, top_k=TOP_K, mode=variant.mode, rerank=variant.rerank)
         answers.ranked.append((question, ranked_turns(results, ingested.units)))
         answers.seconds.append(seconds)
+        if (phases := server_phase_seconds(results)) is not None:
+            answers.server_seconds.append(phases)
     return answers
 
 
@@ -65,7 +69,7 @@ def _by_category(rows: list[tuple[int, dict[str, float]]]) -> dict[str, Any]:
 
 
 def score(answers: Answers) -> dict[str, Any]:
-    """Turn- and session-level metrics, overall and by category, plus search latency."""
+    """Turn- and session-level metrics, overall and by category, search latency, and the server's phase timings."""
     turn_rows = []
     session_rows = []
     for question, ranked in answers.ranked:
@@ -76,4 +80,5 @@ def score(answers: Answers) -> dict[str, Any]:
         "turn": _by_category(turn_rows),
         "session": _by_category(session_rows),
         "latency": latency_summary(answers.seconds),
+        "server_phases": latency_summary(answers.server_seconds),
     }

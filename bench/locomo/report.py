@@ -28,7 +28,9 @@ DEFINITIONS = """\
 - **nDCG@10**: binary gains; a position gains 1 when it covers a gold unit no earlier position
   covered, discounted by log2(rank + 1); normalised by the ideal DCG of min(|gold|, 10) gains.
 - **Latency**: wall-clock time of each search request measured by the harness over loopback HTTP,
-  one request at a time; p50 and p95 over all questions of that system.
+  one request at a time; p50 and p95 over all questions of that system. *server p50* is the median
+  of the phase timings the server reports in `attributes.timings_ms` (query embedding, each arm,
+  rerank): the part of the request spent retrieving. mem0 runs in-process, so its latency has no HTTP.
 """
 
 MEM0_NOTE = """\
@@ -50,16 +52,21 @@ def _ok(systems: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [s for s in systems if s["status"] == "ok"]
 
 
+def _phases(metrics: dict[str, Any]) -> str:
+    phases = metrics.get("server_phases") or {}
+    return f"{phases['p50_ms']:.1f}" if phases.get("n") else "n/a"
+
+
 def headline_table(systems: list[dict[str, Any]]) -> str:
     rows: list[list[object]] = []
     for s in _ok(systems):
         t, se, lat = s["metrics"]["turn"]["overall"], s["metrics"]["session"]["overall"], s["metrics"]["latency"]
         rows.append([s["label"], s["ingest"], t["recall@1"], t["recall@5"], t["recall@10"], t["hit@5"], t["mrr"], t["ndcg@10"],
-                     se["hit@1"], se["hit@5"], se["recall@10"], se["mrr"], f"{lat['p50_ms']:.1f}", f"{lat['p95_ms']:.1f}"])
+                     se["hit@1"], se["hit@5"], se["recall@10"], se["mrr"], f"{lat['p50_ms']:.1f}", f"{lat['p95_ms']:.1f}", _phases(s["metrics"])])
     ref_t, ref_s = REFERENCE["turn"], REFERENCE["session"]
-    rows.append(["reference: plain BM25 (external)", "turns", "", ref_t["recall@5"], "", "", ref_t["mrr"], "", "", ref_s["hit@5"], "", ref_s["mrr"], "", ""])
+    rows.append(["reference: plain BM25 (external)", "turns", "", ref_t["recall@5"], "", "", ref_t["mrr"], "", "", ref_s["hit@5"], "", ref_s["mrr"], "", "", ""])
     headers = ["system", "ingest", "turn R@1", "turn R@5", "turn R@10", "turn hit@5", "turn MRR", "turn nDCG@10",
-               "sess hit@1", "sess hit@5", "sess R@10", "sess MRR", "p50 ms", "p95 ms"]
+               "sess hit@1", "sess hit@5", "sess R@10", "sess MRR", "p50 ms", "p95 ms", "server p50 ms"]
     return table(headers, rows)
 
 
@@ -69,7 +76,7 @@ def category_table(systems: list[dict[str, Any]], level: str, metric: str) -> st
     for s in _ok(systems):
         by = s["metrics"][level]["by_category"]
         rows.append([s["label"], s["ingest"], *[by[n][metric] if n in by else "" for n in names], s["metrics"][level]["overall"][metric]])
-    counts = next((s["metrics"][level]["by_category"] for s in _ok(systems)), {})
+    counts: dict[str, dict[str, float]] = next((s["metrics"][level]["by_category"] for s in _ok(systems)), {})
     headers = ["system", "ingest", *[f"{n} (n={counts[n]['n']})" if n in counts else n for n in names], "overall"]
     return table(headers, rows)
 
@@ -95,8 +102,8 @@ def markdown(run: dict[str, Any]) -> str:
     not_ok = [s for s in systems if s["status"] != "ok"]
     parts = [
         "# LoCoMo retrieval benchmark",
-        f"Run {meta['started_at']} · data `{meta['data']}` (sha256 {meta['data_sha256'][:12]}) · "
-        f"{meta['conversations']} conversations, {meta['questions']} questions · git {meta['git_commit']} · `{meta['command']}`",
+        (f"Run {meta['started_at']} · data `{meta['data']}` (sha256 {meta['data_sha256'][:12]}) · "
+         f"{meta['conversations']} conversations, {meta['questions']} questions · git {meta['git_commit']} · `{meta['command']}`"),
         busy_note(*meta["load_average"]),
         "## All questions",
         headline_table(systems),

@@ -102,7 +102,7 @@ def run_mem0(config: ServerConfig, conversations: list[Conversation], data: Path
     """mem0 OSS on raw turns (infer=False) with the embedder of ``config``, in a subprocess."""
     item = SystemResult(f"mem0 · {config.name}", "mem0", config.name, "mem0 search", TURNS)
     if not (mem0_path / "mem0").is_dir():
-        item.status, item.reason = "skipped", f"mem0ai is not installed in {mem0_path} (make bench-mem0-install)"
+        item.status, item.reason = "skipped", f"mem0ai is not installed in {mem0_path} (.venv/bin/pip install --target bench/.work/mem0 -r bench/requirements-mem0.txt)"
         return item
     log(f"[mem0] {config.name}: ingest and ask")
     with tempfile.TemporaryDirectory(prefix="bench-mem0-out-") as tmp:
@@ -112,7 +112,7 @@ def run_mem0(config: ServerConfig, conversations: list[Conversation], data: Path
         if config.env.get("CORTADEL_EMBEDDER_MODEL"):
             cmd += ["--embedder-model", config.env["CORTADEL_EMBEDDER_MODEL"]]
         env = {**os.environ, "PYTHONPATH": python_path(mem0_path, REPO_ROOT, SERVER_SRC), "MEM0_TELEMETRY": "False"}
-        done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True)
+        done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             item.status, item.reason = "failed", done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
             return item

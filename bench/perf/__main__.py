@@ -9,13 +9,13 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.errors import BenchError
 from bench.perf import report
-from bench.provenance import git_commit, load_average
 from bench.perf.run import FULL, QUICK, many_users, single_user
+from bench.provenance import git_commit, load_average
 from bench.server import MINILM, REPO_ROOT, WORDLLAMA
 
 
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(message: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
 
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = load_average()
     workdir = REPO_ROOT / "bench" / ".work"
     workdir.mkdir(parents=True, exist_ok=True)

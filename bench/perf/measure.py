@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.client import BenchClient
+from bench.client import BenchClient, server_phase_seconds
 from bench.perf.corpus import sentences
 from bench.stats import latency_summary
 
@@ -79,14 +79,6 @@ class Loader:
             self.result.events[event] += 1
             if event == "ADD":
                 self.result.stored[user] += 1
-
-
-def server_phase_seconds(results: Sequence[dict[str, Any]]) -> float | None:
-    """The server's own timing of a search (embed + arms + rerank, from ``attributes.timings_ms``), in seconds."""
-    if not results:
-        return None
-    timings = (results[0].get("attributes") or {}).get("timings_ms") or {}
-    return sum(timings.values()) / 1000.0 if timings else None
 
 
 async def search_latency(api: BenchClient, users: Sequence[str], queries: Sequence[str], *, warmup: int = 20) -> dict[str, Any]:

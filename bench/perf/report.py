@@ -12,7 +12,7 @@ from bench.provenance import busy_note
 TARGETS = {"search_p50_ms": 10.0, "search_p95_ms": 25.0, "add_p50_ms": 15.0, "many_users_ratio": 1.5}
 
 
-def verdicts(run: dict[str, Any]) -> list[list[object]]:
+def verdicts(run: dict[str, Any]) -> list[list[str]]:
     single, many = run["single_user"], run["many_users"]
     ratio_p50 = many["search"]["p50_ms"] / single["baseline_search"]["p50_ms"]
     ratio_p95 = many["search"]["p95_ms"] / single["baseline_search"]["p95_ms"]
@@ -24,7 +24,7 @@ def verdicts(run: dict[str, Any]) -> list[list[object]]:
         [f"search p50, {run['sizes']['users']} users × {run['sizes']['per_user']:,} vs 1 user × {run['sizes']['per_user']:,} alone",
          f"≤ {TARGETS['many_users_ratio']}×", f"{ratio_p50:.2f}× (p95 {ratio_p95:.2f}×)", ratio_p50 <= TARGETS["many_users_ratio"]],
     ]
-    return [[what, target, got, "met" if ok else "**missed**"] for what, target, got, ok in rows]
+    return [[str(what), str(target), str(got), "met" if ok else "**missed**"] for what, target, got, ok in rows]
 
 
 def _phases(search: dict[str, Any]) -> str:
@@ -45,7 +45,7 @@ def results_table(run: dict[str, Any]) -> str:
                 f"{f['disk_bytes_per_memory']:,.0f}", f"{f['rss_mib']:.0f} (peak {f['peak_rss_mib']:.0f})"]
 
     base = single["baseline_search"]
-    rows = [
+    rows: list[list[object]] = [
         [f"1 user × {sizes['per_user']:,} (baseline)", f"{sizes['per_user']:,}", f"{base['p50_ms']:.2f} / {base['p95_ms']:.2f}", _phases(base), "", "", "", "", "", "", ""],
         [f"1 user × {single['footprint']['memories']:,}", f"{single['footprint']['memories']:,}", *col(single)],
         [f"{sizes['users']} users × {sizes['per_user']:,}", f"{many['footprint']['memories']:,}", *col(many)],

@@ -7,9 +7,10 @@ many-users: ``users`` users with ``per_user`` memories each (the same measuremen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from bench.client import BenchClient
 from bench.perf.corpus import queries
