@@ -14,11 +14,10 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from cortadel_server.testing import ServerProcess
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
-
-from cortadel_server.testing import ServerProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -38,9 +37,11 @@ def user() -> str:
 @asynccontextmanager
 async def connect(url: str, headers: dict[str, str] | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
     """An MCP client session; ``legacy`` is the initialize handshake today's desktop clients use."""
-    async with httpx2.AsyncClient(headers=headers or {}, timeout=60) as http:
-        async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers=headers or {}, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -55,6 +56,12 @@ def text_of(result: CallToolResult) -> str:
 
 def rest_get(server: ServerProcess, user: str, memory_id: str, **headers: str) -> dict[str, Any]:
     response = httpx.get(f"{server.base_url}/api/v1/memories/{memory_id}", params={"user_id": user}, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def rest_list(server: ServerProcess, user: str) -> dict[str, Any]:
+    response = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": user})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -139,8 +146,7 @@ async def test_add_memories_twice_reports_skip_duplicate_with_the_same_id(server
     [added], [again] = first.structured_content["results"], second.structured_content["results"]
     assert (added["event"], again["event"]) == ("ADD", "SKIP_DUPLICATE")
     assert again["id"] == added["id"]
-    listing = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": user}).json()
-    assert listing["total"] == 1
+    assert rest_list(server, user)["total"] == 1
 
 
 async def test_add_memories_is_intent_aware(server: ServerProcess, user: str) -> None:
@@ -193,7 +199,7 @@ async def test_add_conversation_without_facts_says_so(server: ServerProcess, use
         result = await call(client, "add_conversation", {"messages": [{"role": "user", "content": "hi"}]})
     assert result.structured_content == {"no_facts_extracted": True}
     assert text_of(result) == "No facts worth remembering were found in the conversation."
-    assert httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": user}).json()["total"] == 0
+    assert rest_list(server, user)["total"] == 0
 
 
 # -- search_memory -------------------------------------------------------------------------------
@@ -249,7 +255,7 @@ async def test_search_memory_without_query_browses_newest_first(server: ServerPr
 async def test_search_memory_ids_looks_up_directly_and_lists_unknown_ids(server: ServerProcess, user: str) -> None:
     unknown = str(uuid.uuid4())
     async with connect(f"{server.base_url}/mcp/claude/{user}") as client:
-        sail, bake = await seed(client, "Ana sails on Sundays.", "Ana bakes bread on Fridays.")
+        _, bake = await seed(client, "Ana sails on Sundays.", "Ana bakes bread on Fridays.")
         result = await call(client, "search_memory", {"ids": [bake, unknown, "not-a-uuid"], "query": "ignored"})
     data = result.structured_content
     assert data["mode"] == "lookup"

@@ -64,8 +64,10 @@ class McpHttp:
 
 
 def caller_of_request(ctx: ServerRequestContext[Any, Any]) -> Caller:
-    request: Request = ctx.request
-    return request.scope[CALLER_KEY]
+    request = ctx.request
+    assert isinstance(request, Request), "an HTTP tool call carries its Starlette request"
+    caller: Caller = request.scope[CALLER_KEY]
+    return caller
 
 
 def mount_mcp(app: FastAPI, service: MemoryService) -> McpHttp:

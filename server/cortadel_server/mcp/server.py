@@ -15,7 +15,13 @@ from typing import Any
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
 from pydantic import ValidationError
 
 from cortadel_server import __version__

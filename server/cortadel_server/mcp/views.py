@@ -179,12 +179,13 @@ def skills(task: str, hits: Sequence[Hit]) -> ToolResult:
             'add_memories(memory_type="procedural").',
             {"task": task, "skills": []},
         )
+    steps = [steps_of(h.memory.text) for h in hits]
     found = [
-        {"id": h.memory.id, "content": h.memory.text, "score": h.score, "steps": steps_of(h.memory.text)}
-        for h in hits
+        {"id": h.memory.id, "content": h.memory.text, "score": h.score, "steps": s}
+        for h, s in zip(hits, steps, strict=True)
     ]
     blocks = [f'{len(found)} known {"procedure" if len(found) == 1 else "procedures"} for "{task}", best first:']
-    for i, skill in enumerate(found, start=1):
-        steps = "\n".join(f"   {n}. {step}" for n, step in enumerate(skill["steps"], start=1))
-        blocks.append(f"{i}. [{skill['id']}] {skill['content']} (score {skill['score']:.4f})\n{steps}")
+    for i, (hit, hit_steps) in enumerate(zip(hits, steps, strict=True), start=1):
+        numbered = "\n".join(f"   {n}. {step}" for n, step in enumerate(hit_steps, start=1))
+        blocks.append(f"{i}. [{hit.memory.id}] {hit.memory.text} (score {hit.score:.4f})\n{numbered}")
     return ToolResult("\n".join(blocks), {"task": task, "skills": found})
