@@ -1,6 +1,7 @@
-// Type-checks the ```ts code blocks of the package README and docs/sdk-typescript.md against the
-// built declarations, so the documented calls cannot drift from the API. Each document's blocks are
-// concatenated into one module, in order.
+// Type-checks, against the built declarations, in one tsc run:
+// - test/*.check.ts and *.check.cts: how the published API is meant to be used (ESM and CommonJS);
+// - the ```ts code blocks of the package README and docs/sdk-typescript.md, so the documented calls
+//   cannot drift from the API. Each document's blocks are concatenated into one module, in order.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -18,14 +19,6 @@ for (const document of documents) {
   if (blocks.length === 0) throw new Error(`${document} has no ts code blocks`);
   writeFileSync(join(out, `${basename(document, ".md")}.ts`), blocks.join("\n"));
 }
-writeFileSync(
-  join(out, "tsconfig.json"),
-  JSON.stringify({
-    extends: "../tsconfig.json",
-    compilerOptions: { noEmit: true, rootDir: ".", declaration: false },
-    include: ["*.ts"],
-  }),
-);
 const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-execFileSync(process.execPath, [tsc, "-p", join(out, "tsconfig.json")], { stdio: "inherit" });
-console.log(`doc code blocks type-check: ${documents.map((d) => basename(d)).join(", ")}`);
+execFileSync(process.execPath, [tsc, "-p", join(root, "test", "tsconfig.json")], { stdio: "inherit" });
+console.log(`types check: test/*.check.ts, ${documents.map((d) => basename(d)).join(", ")}`);
