@@ -12,7 +12,7 @@ import { InjectedMemoryTracker, DEFAULT_MEMORY_HEADER, formatMemoryBlock } from 
 import { TurnLatch } from "./latch.js";
 import { assistantText, latestUserText } from "./messages.js";
 import { checkInteger, DEFAULT_APP_NAME, PROCESSOR_DEFAULTS, type CortadelMemoryProcessorOptions } from "./options.js";
-import { CortadelClientPool } from "./pool.js";
+import { CortadelClientPool, type CortadelClientLike } from "./pool.js";
 import { resolveScope, scopeOfRun, type IdentityOptions, type ResolvedScope } from "./scope.js";
 
 const SCOPE_STATE_KEY = "cortadelScope";
@@ -109,7 +109,8 @@ export class CortadelMemoryProcessor implements Processor<string> {
     if (query.length < this.#recall.minQueryLength) return args.messages;
 
     const recall = this.#recall;
-    const thread = threadKey(scope);
+    // Without a thread there is no conversation the model could have seen a memory in before.
+    const thread = recall.dedupe && scope.threadId !== undefined ? threadKey(scope) : undefined;
     let memories: SearchResult[];
     try {
       const client = this.pool.get(scope.userId);
@@ -127,13 +128,13 @@ export class CortadelMemoryProcessor implements Processor<string> {
           signal,
         ),
       );
-      memories = recall.dedupe ? this.#injected.unseen(thread, response.results) : response.results;
+      memories = thread === undefined ? response.results : this.#injected.unseen(thread, response.results);
     } catch (error) {
       this.#errors.report(error, { operation: "recall", userId: scope.userId, threadId: scope.threadId });
       return args.messages;
     }
     if (memories.length === 0) return args.messages;
-    if (recall.dedupe) this.#injected.remember(thread, memories.map((memory) => memory.id));
+    if (thread !== undefined) this.#injected.remember(thread, memories.map((memory) => memory.id));
     return {
       messages: args.messages,
       systemMessages: [...args.systemMessages, { role: "system", content: formatMemoryBlock(recall.header, memories) }],
@@ -150,27 +151,27 @@ export class CortadelMemoryProcessor implements Processor<string> {
 
     const persist = this.#persist;
     const context = { operation: "persist" as const, userId: scope.userId, threadId: scope.threadId };
-    let write;
+    let client: CortadelClientLike;
     try {
-      const client = this.pool.get(scope.userId);
-      write = this.#latch.claim(threadKey(scope), fingerprint(turn), async () => {
-        await withDeadline(persist.timeoutMs, undefined, (signal) =>
-          client.addConversation(
-            turn,
-            {
-              ...(scope.threadId !== undefined && { sessionId: scope.threadId }),
-              ...(persist.project !== undefined && { project: persist.project }),
-              ...(persist.tags !== undefined && { tags: persist.tags }),
-              ...(persist.isAgentMemory !== undefined && { isAgentMemory: persist.isAgentMemory }),
-            },
-            signal,
-          ),
-        );
-      });
+      client = this.pool.get(scope.userId);
     } catch (error) {
       this.#errors.report(error, context);
       return args.messages;
     }
+    const write = this.#latch.claim(threadKey(scope), fingerprint(turn), async () => {
+      await withDeadline(persist.timeoutMs, undefined, (signal) =>
+        client.addConversation(
+          turn,
+          {
+            ...(scope.threadId !== undefined && { sessionId: scope.threadId }),
+            ...(persist.project !== undefined && { project: persist.project }),
+            ...(persist.tags !== undefined && { tags: persist.tags }),
+            ...(persist.isAgentMemory !== undefined && { isAgentMemory: persist.isAgentMemory }),
+          },
+          signal,
+        ),
+      );
+    });
     if (write === undefined) return args.messages; // this exact turn already landed
     // Whoever started the write reports its failure; a caller that joined it stays quiet.
     const settled = write.done.catch((error: unknown) => {

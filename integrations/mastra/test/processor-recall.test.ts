@@ -125,6 +125,13 @@ describe("processInput: once per thread", () => {
     expect(systemMessagesOf(otherThread).at(-1)!.content).toContain("- Ships on Tuesdays.");
   });
 
+  it("does not dedupe runs without a thread, which share no history", async () => {
+    const { processor } = setup({ userId: "alice" });
+    await processor.processInput(inputArgs({ user: turn.user }));
+    const again = await processor.processInput(inputArgs({ user: turn.user }));
+    expect(systemMessagesOf(again).at(-1)!.content).toContain("- User only ships to production on Tuesdays.");
+  });
+
   it("re-injects every turn with dedupeAcrossTurns: false", async () => {
     const { processor } = setup({ dedupeAcrossTurns: false });
     await processor.processInput(inputArgs(turn));
