@@ -95,7 +95,7 @@ describe("add", () => {
 describe("search", () => {
   test("finds a just-added memory exactly once, with camelCase fields", async () => {
     const { client, recorder } = clientFor("search-user");
-    const added = await client.add("Carol is allergic to peanuts", { app: "sdk-test" });
+    const added = await client.add("Carol is allergic to peanuts", { app: "sdk-test", infer: false });
     await client.add("The team standup is at nine thirty");
     const response = await client.search("peanuts allergy", { topK: 5, mode: "hybrid", appName: "searcher" });
     assert.deepEqual(recorder.last().body, {
@@ -240,11 +240,44 @@ describe("list", () => {
   });
 });
 
+describe("a fact that changes", () => {
+  test("SUPERSEDE keeps the old version, visible through includeSuperseded, asOf and history", async () => {
+    const { client } = clientFor("supersede-user");
+    const old = await client.add("My favourite colour is blue");
+    const between = new Date();
+    await new Promise((done) => setTimeout(done, 20));
+    const current = await client.add("My favourite colour is green now");
+    assert.equal(old.event, "ADD");
+    assert.equal(current.event, "SUPERSEDE");
+    assert.notEqual(current.id, old.id);
+
+    const replaced = await client.get(old.id);
+    assert.equal(replaced.isCurrent, false);
+    assert.equal(replaced.supersededBy, current.id);
+    assert.ok(Date.parse(replaced.invalidAt) >= between.getTime());
+
+    assert.deepEqual((await client.list()).items.map((m) => m.id), [current.id]);
+    const all = await client.list({ includeSuperseded: true });
+    assert.deepEqual(all.items.map((m) => [m.id, m.isCurrent]), [[current.id, true], [old.id, false]]);
+    assert.deepEqual((await client.list({ asOf: between })).items.map((m) => m.id), [old.id]);
+
+    const history = await client.history(old.id);
+    assert.equal(history.events[0].event, "ADD");
+    const last = history.events[history.events.length - 1];
+    assert.equal(last.event, "SUPERSEDE");
+    assert.equal(last.detail.superseded_by, current.id);
+  });
+});
+
 describe("get and history", () => {
   test("get returns the exact stored text and metadata", async () => {
     const { client, recorder } = clientFor("get-user");
     const startedAt = Date.now();
-    const added = await client.add("Gus parks on level three", { metadata: { floor: 3 }, app: "garage-app" });
+    const added = await client.add("Gus parks on level three", {
+      metadata: { floor: 3 },
+      app: "garage-app",
+      infer: false,
+    });
     const memory = await client.get(added.id);
     assert.equal(recorder.last().url.pathname, `/api/v1/memories/${added.id}`);
     assert.deepEqual(Object.fromEntries(recorder.last().url.searchParams), { user_id: "get-user" });
