@@ -222,6 +222,9 @@ async def test_search_memory_finds_a_memory_with_full_content(server: ServerProc
     assert hit["is_current"] is True and hit["state"] == "active"
     assert hit["score"] > 0
     assert text_of(result).splitlines()[0] == '1 memory for "green tea", best first:'
+    rest = httpx.post(f"{server.base_url}/api/v1/memories/search", json={"user_id": user, "query": "green tea", "top_k": 1})
+    [rest_hit] = rest.json()["results"]
+    assert (rest_hit["id"], rest_hit["rrf_score"], rest_hit["content"]) == (hit["id"], hit["score"], hit["content"])
     assert text_of(result).splitlines()[1].startswith(f"1. [{tea}] Ana prefers green tea over coffee. (score ")
 
 

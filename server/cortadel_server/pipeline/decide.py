@@ -189,12 +189,11 @@ def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision
     best_ambiguous = 0.0
     for n in neighbours:
         old = shape(n.text)
+        agree = new.negative == old.negative and new.values == old.values and new.subject == old.subject
+        same_slot = new.slot is not None and new.slot == old.slot
         if new.normal == old.normal or (
-            new.negative == old.negative
-            and new.values == old.values
-            and new.subject == old.subject
-            and (new.slot is None or new.slot != old.slot or new.slot_value == old.slot_value)
-            and _similarity(new, old) >= DUPLICATE_SIMILARITY
+            agree
+            and (new.slot_value == old.slot_value if same_slot else _similarity(new, old) >= DUPLICATE_SIMILARITY)
         ):
             event = Event.TOUCH if candidate.reconfirm else Event.SKIP_DUPLICATE
             return Decision(event, (n.id,), "same fact")

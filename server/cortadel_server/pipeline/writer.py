@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,7 +59,6 @@ from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, M
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.providers import build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
-from cortadel_server.retrieval.search import Retriever
 from cortadel_server.storage.base import (
     INVALIDATED,
     RESOLVED,
@@ -69,6 +68,9 @@ from cortadel_server.storage.base import (
     Storage,
 )
 from cortadel_server.text import fingerprint
+
+if TYPE_CHECKING:
+    from cortadel_server.retrieval.search import Retriever
 
 __all__ = ["ConversationTurn", "WriteOutcome", "Writer"]
 

@@ -1,0 +1,64 @@
+"""Entity mentions, their kinds, and when two names are one entity."""
+
+from __future__ import annotations
+
+import pytest
+
+from cortadel_server.pipeline.enrich import canonical_entity
+from cortadel_server.pipeline.entities import entity_key, find_entities, link_entity, mentions_entity, same_entity
+from cortadel_server.pipeline.model import EntityKind, EntityMention
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("User moved to NYC with Bob.", [("NYC", "place", "new york city"), ("Bob", "person", "bob")]),
+        ("Bob is User's manager.", [("Bob", "person", "bob")]),
+        ("User works at Google in New York City.", [("Google", "org", "google"), ("New York City", "place", "new york city")]),
+        ("User is working on the Atlas project.", [("Atlas", "project", "atlas")]),
+        ("User's wife Maria works for Deutsche Bank.", [("Maria", "person", "maria"), ("Deutsche Bank", "org", "deutsche bank")]),
+        ("User visited the Eiffel Tower in Paris.", [("Eiffel Tower", "thing", "eiffel tower"), ("Paris", "place", "paris")]),
+        ("User's dentist is Dr. Okafor.", [("Dr. Okafor", "person", "dr okafor")]),
+        ("User only ships to production on Tuesdays in May.", []),
+        ("Remember the Alamo Labs offer.", [("Alamo Labs", "org", "alamo labs")]),
+    ],
+)
+def test_mentions_have_a_kind_and_a_folded_key(text: str, found: list[tuple[str, str, str]]) -> None:
+    assert [(m.name, m.kind.value, m.key) for m in find_entities(text)] == found
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("NYC", "New York City", True),
+        ("SF", "san francisco", True),
+        ("the Netherlands", "Holland", True),
+        ("IBM", "International Business Machines", True),
+        ("U.S.", "United States", True),
+        ("New York.", "new york", True),
+        ("NY", "New York City", False),
+        ("Bob", "Bobby", False),
+        ("AB", "Anna Berg", False),  # two letters are too weak for an initialism
+        ("ibm", "International Business Machines", False),  # an initialism is written in capitals
+    ],
+)
+def test_same_entity(a: str, b: str, same: bool) -> None:
+    assert same_entity(a, b) is same
+    assert same_entity(b, a) is same
+
+
+def test_link_and_mentions() -> None:
+    known = [EntityMention("New York City", EntityKind.PLACE, entity_key("New York City"))]
+    assert link_entity(EntityMention("NYC", EntityKind.PLACE, "new york city"), known) == known[0]
+    assert link_entity(EntityMention("NYC", EntityKind.PERSON, "new york city"), known) is None
+    assert mentions_entity("User plays tennis with Bob.", "bob")
+    assert mentions_entity("User flew to NYC.", "New York City")
+    assert not mentions_entity("User likes Bobby's bakery.", "Bob")
+
+
+def test_canonical_entity_reuses_what_the_user_already_has() -> None:
+    known = {"ibm": "ibm", "new york city": "new york city", "nyc": "new york city"}
+    assert canonical_entity("International Business Machines", known) == "ibm"
+    assert canonical_entity("NYC", known) == "new york city"
+    assert canonical_entity("New York City", known) == "new york city"
+    assert canonical_entity("Lisbon", known) == "lisbon"
