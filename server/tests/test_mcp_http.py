@@ -66,6 +66,12 @@ def rest_list(server: ServerProcess, user: str) -> dict[str, Any]:
     return response.json()
 
 
+def rest_search(server: ServerProcess, user: str, query: str, **extra: Any) -> dict[str, Any]:
+    response = httpx.post(f"{server.base_url}/api/v1/memories/search", json={"user_id": user, "query": query, **extra})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 # -- protocol ------------------------------------------------------------------------------------
 async def test_initialize_advertises_tools_only(server: ServerProcess, user: str) -> None:
     async with connect(f"{server.base_url}/mcp/claude/{user}") as client:
@@ -222,8 +228,7 @@ async def test_search_memory_finds_a_memory_with_full_content(server: ServerProc
     assert hit["is_current"] is True and hit["state"] == "active"
     assert hit["score"] > 0
     assert text_of(result).splitlines()[0] == '1 memory for "green tea", best first:'
-    rest = httpx.post(f"{server.base_url}/api/v1/memories/search", json={"user_id": user, "query": "green tea", "top_k": 1})
-    [rest_hit] = rest.json()["results"]
+    [rest_hit] = rest_search(server, user, "green tea", top_k=1)["results"]
     assert (rest_hit["id"], rest_hit["rrf_score"], rest_hit["content"]) == (hit["id"], hit["score"], hit["content"])
     assert text_of(result).splitlines()[1].startswith(f"1. [{tea}] Ana prefers green tea over coffee. (score ")
 
