@@ -7,6 +7,6 @@ import cortadel_server.pipeline as pipeline
 
 def test_all_is_sorted_and_complete() -> None:
     assert pipeline.__all__ == sorted(pipeline.__all__)
-    public = {name for name in vars(pipeline) if not name.startswith("_")}
-    modules = {"classify", "decide", "enrich", "entities", "extract", "llm", "model", "rewrite", "rules", "timeexpr", "writer"}
+    public = {name for name in vars(pipeline) if not name.startswith("_")}  # `decide` the function shadows its module
+    modules = {"classify", "enrich", "entities", "extract", "llm", "model", "rewrite", "rules", "timeexpr", "writer"}
     assert public - modules == set(pipeline.__all__)
