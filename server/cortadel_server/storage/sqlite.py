@@ -76,6 +76,15 @@ class _UserVectors:
     ids: list[str]
     matrix: np.ndarray
     current: np.ndarray
+    #: the current rows, precomputed: the default search multiplies only these
+    current_rows: np.ndarray
+    current_matrix: np.ndarray
+
+
+def _cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Dot products of unit vectors. einsum, not BLAS: a multi-threaded BLAS matrix-vector product
+    is ten times slower on a busy two-core machine than this single-threaded loop."""
+    return np.einsum("ij,j->i", matrix, query)
 
 
 class _VectorCache:
@@ -90,12 +99,11 @@ class _VectorCache:
         self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, user_id: str, version: int) -> _UserVectors | None:
+    def get(self, user_id: str) -> _UserVectors | None:
         with self._lock:
             entry = self._users.get(user_id)
-            if entry is None or entry.version != version:
-                return None
-            self._users.move_to_end(user_id)
+            if entry is not None:
+                self._users.move_to_end(user_id)
             return entry
 
     def put(self, user_id: str, entry: _UserVectors) -> None:
@@ -260,8 +268,9 @@ class SqliteStorage(Storage):
         if not ids:
             return {}
         rows = self._rows(
-            _SELECT + " WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
-            (user_id, json.dumps(list(ids))),
+            # `+user_id` keeps the planner on the id index: the user index would scan every row.
+            _SELECT + " WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?",
+            (json.dumps(list(ids)), user_id),
         )
         return {r.id: r for r in map(self._record, rows)}
 
@@ -331,14 +340,14 @@ class SqliteStorage(Storage):
             existing = [
                 r[0]
                 for r in self._rows(
-                    "SELECT id FROM memories WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
-                    (user_id, id_list),
+                    "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?",
+                    (id_list, user_id),
                 )
             ]
             if not existing:
                 return 0
             found = json.dumps(existing)
-            self._exec("DELETE FROM memories WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))", (user_id, found))
+            self._exec("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?", (found, user_id))
             self._exec("DELETE FROM memory_events WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             self._exec("DELETE FROM memory_entities WHERE memory_id IN (SELECT value FROM json_each(?))", (found,))
             self._exec("DELETE FROM jobs WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
@@ -355,39 +364,82 @@ class SqliteStorage(Storage):
         match = fts_query(query)
         if match is None:
             return []
-        where, params = self._where(user_id, filters, alias="m.")
-        rows = self._rows(
-            f"""SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank
-                FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-                WHERE memories_fts MATCH ? AND {where}
-                ORDER BY rank LIMIT ?""",
-            [f'user_key:{user_key(user_id)} AND ({match})', *params, limit],
-        )
-        return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
+        match = f"user_key:{user_key(user_id)} AND ({match})"
+        if filters.narrows:
+            where, params = self._where(user_id, filters, alias="m.")
+            rows = self._rows(
+                f"""SELECT m.id, bm25(memories_fts, 1.0, 0.0) AS rank
+                    FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+                    WHERE memories_fts MATCH ? AND {where}
+                    ORDER BY rank LIMIT ?""",
+                [match, *params, limit],
+            )
+            return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
+        # The common case, current facts only: rank inside the index (an order of magnitude faster
+        # than ranking through a join), then drop the few rows that are no longer current.
+        fetch = limit * 2 + 10
+        while True:
+            ranked = self._rows(
+                "SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS rank FROM memories_fts "
+                "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
+                (match, fetch),
+            )
+            current = dict(
+                self._rows(
+                    "SELECT rowid, id FROM memories WHERE rowid IN (SELECT value FROM json_each(?)) "
+                    "AND expired_at IS NULL AND invalid_at IS NULL",
+                    (json.dumps([r[0] for r in ranked]),),
+                )
+            )
+            hits = [ScoredId(current[rowid], -rank) for rowid, rank in ranked if rowid in current]
+            if len(hits) >= limit or len(ranked) < fetch:
+                return hits[:limit]
+            fetch *= 4
 
     def _user_vectors(self, user_id: str) -> _UserVectors | None:
+        """The user's embeddings, reusing what the cache holds: only new rows' blobs are read."""
         version_rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
         if not version_rows:
             return None
         version = version_rows[0][0]
-        cached = self._vectors.get(user_id, version)
-        if cached is not None:
+        cached = self._vectors.get(user_id)
+        if cached is not None and cached.version == version:
             return cached
         rows = self._rows(
-            "SELECT rowid, id, embedding, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+            "SELECT rowid, id, expired_at IS NULL AND invalid_at IS NULL FROM memories "
             "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
             (user_id,),
         )
         if not rows:
             return None
-        dim = len(rows[0][2]) // 4
-        matrix = np.frombuffer(b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows), dtype=np.float32)
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        known = {int(r): i for i, r in enumerate(cached.rowids)} if cached is not None else {}
+        source = np.fromiter((known.get(int(r), -1) for r in rowids), dtype=np.int64, count=len(rows))
+        missing = rowids[source < 0]
+        fresh = dict(
+            self._rows(
+                "SELECT rowid, embedding FROM memories WHERE rowid IN (SELECT value FROM json_each(?))",
+                (json.dumps(missing.tolist()),),
+            )
+        ) if missing.size else {}
+        dim = cached.matrix.shape[1] if cached is not None else len(next(iter(fresh.values()))) // 4
+        matrix = np.zeros((len(rows), dim), dtype=np.float32)
+        reused = source >= 0
+        if cached is not None:
+            matrix[reused] = cached.matrix[source[reused]]
+        for i in np.flatnonzero(~reused):
+            blob = fresh[int(rowids[i])]
+            if len(blob) == dim * 4:  # a vector of another dimension stays zero: it cannot match
+                matrix[i] = np.frombuffer(blob, dtype=np.float32)
+        current = np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=len(rows))
         entry = _UserVectors(
             version=version,
-            rowids=np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            rowids=rowids,
             ids=[r[1] for r in rows],
-            matrix=matrix.reshape(len(rows), dim),
-            current=np.fromiter((bool(r[3]) for r in rows), dtype=bool, count=len(rows)),
+            matrix=matrix,
+            current=current,
+            current_rows=np.flatnonzero(current),
+            current_matrix=np.ascontiguousarray(matrix[current]),
         )
         self._vectors.put(user_id, entry)
         return entry
@@ -398,22 +450,23 @@ class SqliteStorage(Storage):
         entry = self._user_vectors(user_id)
         if entry is None or entry.matrix.shape[1] != len(vector):
             return []
+        query = np.asarray(vector, dtype=np.float32)
         if filters.narrows:
             where, params = self._where(user_id, filters)
             allowed = np.fromiter(
                 (r[0] for r in self._rows(f"SELECT rowid FROM memories WHERE {where}", params)), dtype=np.int64
             )
-            mask = np.isin(entry.rowids, allowed)
+            rows = np.flatnonzero(np.isin(entry.rowids, allowed))
+            scores = _cosine(entry.matrix[rows], query)
         else:
-            mask = entry.current
-        candidates = np.flatnonzero(mask)
-        if candidates.size == 0:
+            rows = entry.current_rows
+            scores = _cosine(entry.current_matrix, query)
+        if rows.size == 0:
             return []
-        scores = entry.matrix[candidates] @ np.asarray(vector, dtype=np.float32)
-        k = min(limit, candidates.size)
+        k = min(limit, rows.size)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [ScoredId(entry.ids[candidates[i]], float(scores[i])) for i in top]
+        return [ScoredId(entry.ids[rows[i]], float(scores[i])) for i in top]
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
