@@ -16,7 +16,8 @@ import { Cortadel } from '../src/nodes/Cortadel/Cortadel.node';
 import { CortadelMemory } from '../src/nodes/CortadelMemory/CortadelMemory.node';
 import { executeContext, supplyContext } from './helpers/context';
 import type { RunningServer } from './helpers/liveHttp';
-import { liveHttp, mintKey, resolveCredentialExpression, startCortadel } from './helpers/liveHttp';
+import { resolveCredentialExpression } from './helpers/credentials';
+import { liveHttp, mintKey, startCortadel } from './helpers/liveHttp';
 
 type Message = { content: unknown; _getType(): string };
 

@@ -3,11 +3,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import type { IDataObject, IHttpRequestOptions, INodeType, INodeTypes, JsonObject } from 'n8n-workflow';
-import { NodeApiError, Workflow } from 'n8n-workflow';
+import type { IDataObject, IHttpRequestOptions, JsonObject } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import { CortadelApi } from '../../src/credentials/CortadelApi.credentials';
 import type { HttpHandler } from './context';
+import { resolveCredentialExpression } from './credentials';
 
 export const REPO_ROOT = join(__dirname, '..', '..', '..', '..', '..');
 
@@ -33,37 +34,6 @@ export function mintKey(userId: string, env: Record<string, string>): string {
 		env: { ...process.env, ...env },
 		encoding: 'utf8',
 	}).trim();
-}
-
-const anyNode: INodeType = {
-	description: {
-		displayName: 'Any',
-		name: 'any',
-		group: ['transform'],
-		version: 1,
-		description: '',
-		defaults: {},
-		inputs: [],
-		outputs: [],
-		properties: [],
-	},
-};
-
-/** Evaluate a credential expression ('={{ $credentials... }}') the way n8n does, with n8n-workflow. */
-export function resolveCredentialExpression(expression: string, credentials: IDataObject): unknown {
-	const nodeTypes: INodeTypes = {
-		getByName: () => anyNode,
-		getByNameAndVersion: () => anyNode,
-		getKnownTypes: () => ({}),
-	};
-	const workflow = new Workflow({
-		nodes: [{ id: 'n', name: 'N', type: 'any', typeVersion: 1, position: [0, 0], parameters: {} }],
-		connections: {},
-		active: false,
-		nodeTypes,
-	});
-	const node = workflow.getNode('N')!;
-	return workflow.expression.getSimpleParameterValue(node, expression, 'internal', { $credentials: credentials }, undefined, '');
 }
 
 /**
