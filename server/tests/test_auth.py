@@ -123,3 +123,19 @@ def test_health_stays_open_and_content_free(auth_server: ServerProcess) -> None:
 def test_open_server_needs_no_key(server: ServerProcess) -> None:
     response = httpx.post(f"{server.base_url}/api/v1/memories/search", json={"user_id": "anyone", "query": "x"})
     assert response.status_code == 200
+
+
+def test_key_user_fills_a_missing_user_id(auth_server: ServerProcess) -> None:
+    key = auth_server.mint_key("implicit-user")
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=auth_server.base_url, headers=headers) as client:
+        created = client.post("/api/v1/memories", json={"text": "Ursula sails on Saturdays.", "infer": False})
+        assert created.status_code == 200 and created.json()["event"] == "ADD"
+        found = client.post("/api/v1/memories/search", json={"query": "sailing Saturdays"}).json()
+        assert [r["id"] for r in found["results"]] == [created.json()["id"]]
+        listed = client.get("/api/v1/memories").json()
+        assert [i["content"] for i in listed["items"]] == ["Ursula sails on Saturdays."]
+        explicit = client.get("/api/v1/memories", params={"user_id": "implicit-user"}).json()
+        assert explicit["total"] == 1
+        gone = client.request("DELETE", "/api/v1/memories", json={"memory_ids": [created.json()["id"]]})
+        assert gone.json()["message"] == "Deleted 1 memory"

@@ -12,7 +12,7 @@ import re
 import uuid
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -150,4 +150,40 @@ class AuthMiddleware:
             await send_json(send, 401, error_body(401, "unauthorized", "Invalid API key"), request_id)
             return
         scope.setdefault("state", {})["key_user"] = user
+        if scope["path"].startswith("/api/v1/memories"):
+            scope, receive = await _default_user_id(scope, receive, user)
         await self.app(scope, receive, send)
+
+
+async def _default_user_id(scope: Scope, receive: Receive, user: str) -> tuple[Scope, Receive]:
+    """Clients holding a key may leave ``user_id`` out (the published SDKs do): the key's user fills it.
+
+    GET gets it in the query string, POST/DELETE in the JSON body; a user_id that is present is
+    left alone (and checked against the key by the route).
+    """
+    if scope["method"] == "GET":
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if not query.get("user_id"):
+            extra = urlencode({"user_id": user}).encode("latin-1")
+            existing = scope.get("query_string", b"")
+            scope = {**scope, "query_string": existing + b"&" + extra if existing else extra}
+        return scope, receive
+    message = await receive()
+    body = message.get("body", b"")
+    try:
+        parsed = json.loads(body) if body else None
+    except ValueError:
+        parsed = None  # malformed JSON: the route reports it
+    if isinstance(parsed, dict) and parsed.get("user_id") is None:
+        parsed["user_id"] = user
+        body = json.dumps(parsed).encode("utf-8")
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return scope, replay
