@@ -7,7 +7,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import { DEFAULT_CONTEXT_HEADER, FACT_PREFIX } from '../src/memory/context';
 import type { CortadelChatMemory } from '../src/memory/CortadelChatMemory';
-import { loadMessageFactory, ShimMessage } from '../src/memory/messages';
+import { importHostMessages, loadMessageFactory, ShimMessage } from '../src/memory/messages';
 import { CortadelMemory } from '../src/nodes/CortadelMemory/CortadelMemory.node';
 import type { HttpHandler } from './helpers/context';
 import { supplyContext } from './helpers/context';
@@ -423,6 +423,14 @@ describe('Cortadel Memory sub-node', () => {
 			assert.equal(factory.source, 'langchain');
 			assert.ok(factory.create('user', 'x') instanceof HumanMessage);
 			assert.ok(factory.create('system', 'x') instanceof SystemMessage);
+		});
+
+		it("finds LangChain next to the host process when this package cannot resolve it", async () => {
+			const notHere = (id: string) => {
+				throw Object.assign(new Error(`Cannot find module '${id}'`), { code: 'MODULE_NOT_FOUND' });
+			};
+			const module = await importHostMessages(notHere, __filename);
+			assert.equal(module, require('@langchain/core/messages'));
 		});
 
 		it('falls back to the shim when LangChain cannot be loaded', async () => {

@@ -130,12 +130,13 @@ export class CortadelChatHistory {
 		await this.persist(text, '');
 	}
 
-	async addAIChatMessage(text: string): Promise<void> {
+	async addAIMessage(text: string): Promise<void> {
 		await this.persist('', text);
 	}
 
-	async addAIMessage(text: string): Promise<void> {
-		await this.persist('', text);
+	/** Older LangChain name for {@link addAIMessage}. */
+	async addAIChatMessage(text: string): Promise<void> {
+		await this.addAIMessage(text);
 	}
 
 	async clear(): Promise<void> {

@@ -78,9 +78,11 @@ const MESSAGES_MODULE = '@langchain/core/messages';
  * (resolved next to this package, then next to the n8n process) yields the very classes the
  * agent uses; a dynamic import() covers hosts whose build is ESM-only.
  */
-async function importHostMessages(): Promise<unknown> {
-	const entry = require.main?.filename ?? process.argv[1];
-	const resolvers = [require, ...(entry ? [createRequire(entry)] : [])];
+export async function importHostMessages(
+	ownRequire: (id: string) => unknown = require,
+	hostEntry: string | undefined = require.main?.filename ?? process.argv[1],
+): Promise<unknown> {
+	const resolvers = [ownRequire, ...(hostEntry ? [createRequire(hostEntry)] : [])];
 	for (const resolve of resolvers) {
 		try {
 			return resolve(MESSAGES_MODULE);
@@ -101,7 +103,7 @@ function isMessagesModule(value: unknown): value is LangChainMessagesModule {
  * host without LangChain.
  */
 export async function loadMessageFactory(
-	importer: () => Promise<unknown> = importHostMessages,
+	importer: () => Promise<unknown> = () => importHostMessages(),
 ): Promise<MessageFactory> {
 	try {
 		const module = await importer();
