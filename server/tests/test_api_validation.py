@@ -136,3 +136,28 @@ def test_unknown_route_and_method_use_the_error_body(api: httpx.Client) -> None:
     assert missing.status_code == 404 and missing.json()["code"] == "not_found"
     wrong = api.put("/api/v1/memories", json={})
     assert wrong.status_code == 405 and wrong.json()["status"] == 405
+
+
+def test_unexpected_errors_become_the_contract_500() -> None:
+    import asyncio
+
+    from cortadel_server.api.app import create_app
+    from cortadel_server.config import Settings
+
+    app = create_app(Settings())
+
+    @app.get("/api/v1/boom")
+    def boom() -> None:
+        raise RuntimeError("kaboom")
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/api/v1/boom")
+
+    response = asyncio.run(call())
+    assert response.status_code == 500
+    body = response.json()
+    assert body == {"status": 500, "code": "internal_error", "message": "Internal server error",
+                    "detail": response.headers["x-request-id"]}
+    assert "kaboom" not in response.text

@@ -9,7 +9,12 @@ from fastapi import FastAPI
 
 from cortadel_server import __version__
 from cortadel_server.api import errors
-from cortadel_server.api.middleware import AuthMiddleware, BodyLimitMiddleware, RequestIdMiddleware
+from cortadel_server.api.middleware import (
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    InternalErrorMiddleware,
+    RequestIdMiddleware,
+)
 from cortadel_server.api.routes import debug, health, memories
 from cortadel_server.config import Settings
 
@@ -49,7 +54,8 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(debug.router)
-    # Outermost last: request ids first, then size limits, then auth.
+    # Outermost last: request ids first, then size limits, then auth, then the 500 catcher.
+    app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(AuthMiddleware, secret=settings.auth_secret)
     app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
     app.add_middleware(RequestIdMiddleware)

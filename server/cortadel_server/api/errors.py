@@ -87,8 +87,3 @@ def install(app: FastAPI) -> None:
     async def on_server_error(request: Request, exc: CortadelError) -> JSONResponse:
         log.error("503 %s %s request_id=%s: %s", request.method, request.url.path, _request_id(request), exc)
         return JSONResponse(error_body(503, "unavailable", str(exc)), status_code=503)
-
-    @app.exception_handler(Exception)
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("500 %s %s request_id=%s", request.method, request.url.path, _request_id(request))
-        return JSONResponse(error_body(500, "internal_error", "Internal server error", _request_id(request)), status_code=500)

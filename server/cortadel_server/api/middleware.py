@@ -36,6 +36,37 @@ async def send_json(send: Send, status: int, body: Json, request_id: str | None 
     await send({"type": "http.response.body", "body": payload})
 
 
+class InternalErrorMiddleware:
+    """An unexpected exception becomes the contract's 500 body, logged with the request id.
+
+    It is handled here rather than by Starlette's outermost error middleware, which re-raises after
+    answering and so makes the server drop the client's keep-alive connection.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            request_id = scope.get("state", {}).get("request_id")
+            log.exception("500 %s %s request_id=%s", scope["method"], scope["path"], request_id)
+            if not started:
+                await send_json(send, 500, error_body(500, "internal_error", "Internal server error", request_id), request_id)
+
+
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
