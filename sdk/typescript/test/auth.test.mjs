@@ -21,7 +21,7 @@ const client = (apiKey, options = {}) =>
 test("the user's own key works and travels as a Bearer header", async () => {
   const recorder = recordingFetch();
   const alice = client(aliceKey, { fetch: recorder.fetch });
-  const added = await alice.add("Alice's locker is number 42");
+  const added = await alice.add("Alice's locker is number 42", { infer: false });
   assert.equal(recorder.last().headers.Authorization, `Bearer ${aliceKey}`);
   assert.equal((await alice.get(added.id)).text, "Alice's locker is number 42");
 });

@@ -170,3 +170,32 @@ test("error bodies become CortadelError with the server's status, code, message 
     await server.close();
   }
 });
+
+test("health on a degraded server (503) is a result, not an error", async () => {
+  const body = {
+    status: "degraded",
+    checked_at: "2026-11-30T03:00:00.000Z",
+    checks: {
+      memgraph: { ok: false, url: "sqlite:///data/cortadel.db", user: null, latency_ms: null, error: "disk I/O error" },
+      embeddings: { ok: true, provider: "wordllama", model: "l2_supercat", dim: 256, latency_ms: 3, error: null },
+      indexes: { ok: true, model: "wordllama/l2_supercat", provider_dim: 256, vector_indexes: ["v[256]"], mismatches: [], error: null },
+    },
+  };
+  const server = await localServer((req, res) => {
+    res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify(body));
+  });
+  try {
+    const health = await new CortadelClient({ baseUrl: server.baseUrl, userId: "alice" }).health();
+    assert.deepEqual(health, {
+      status: "degraded",
+      checkedAt: "2026-11-30T03:00:00.000Z",
+      checks: {
+        memgraph: { ok: false, url: "sqlite:///data/cortadel.db", user: null, latencyMs: null, error: "disk I/O error" },
+        embeddings: { ok: true, provider: "wordllama", model: "l2_supercat", dim: 256, latencyMs: 3, error: null },
+        indexes: { ok: true, model: "wordllama/l2_supercat", providerDim: 256, vectorIndexes: ["v[256]"], mismatches: [], error: null },
+      },
+    });
+  } finally {
+    await server.close();
+  }
+});
