@@ -14,9 +14,11 @@ import type {
 } from '../shared/types';
 import type { ContextFormat, ContextStyle, RecalledFact } from './context';
 import { dedupeFacts, DEFAULT_CONTEXT_HEADER, renderMessages, renderText } from './context';
-import type { ChatMessageLike, ContextRole, MessageFactory } from './messages';
+import { CortadelChatHistory } from './CortadelChatHistory';
+import type { ContextRole, MessageFactory } from './messages';
 import { RecallCache } from './recallCache';
 import { TurnLedger } from './turnLedger';
+import { textOf } from './turnText';
 
 /** Everything the memory sub-node's fields and options resolve to. */
 export interface MemorySettings {
@@ -67,82 +69,7 @@ export interface MemoryHooks {
 
 type Values = Record<string, unknown>;
 
-/** Text of a turn value: a string, a message-like object, or a list of content blocks. */
-function textOf(value: unknown): string {
-	if (typeof value === 'string') return value.trim();
-	if (Array.isArray(value)) {
-		return value
-			.map((block) => (typeof block === 'string' ? block : textOf((block as { text?: unknown })?.text)))
-			.filter(Boolean)
-			.join('\n')
-			.trim();
-	}
-	if (typeof value === 'object' && value !== null && 'content' in value) {
-		return textOf((value as { content: unknown }).content);
-	}
-	return '';
-}
-
-const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-
-function messageType(message: unknown): string {
-	const candidate = message as { _getType?: () => string; type?: string } | null;
-	if (typeof candidate?._getType === 'function') return candidate._getType();
-	return typeof candidate?.type === 'string' ? candidate.type : '';
-}
-
-/**
- * Chat history view handed to hosts that talk to `memory.chatHistory` directly. Cortadel is
- * not a transcript store, so there is nothing to read back; writes become persisted turns.
- */
-export class CortadelChatHistory {
-	constructor(
-		private readonly persist: (input: string, output: string) => Promise<void>,
-		private readonly dropCache: () => void,
-	) {}
-
-	async getMessages(): Promise<ChatMessageLike[]> {
-		return [];
-	}
-
-	async addMessage(message: unknown): Promise<void> {
-		await this.addMessages([message]);
-	}
-
-	/**
-	 * n8n's agent saves tool-using turns here instead of through `saveContext`. Only the human
-	 * input and the final answer are worth distilling; tool calls and results are skipped.
-	 */
-	async addMessages(messages: unknown[]): Promise<void> {
-		const input = messages
-			.filter((message) => messageType(message) === 'human')
-			.map(textOf)
-			.filter(Boolean)
-			.join('\n');
-		const answers = messages.filter((message) => {
-			const toolCalls = (message as { tool_calls?: unknown[] }).tool_calls;
-			return messageType(message) === 'ai' && !(toolCalls?.length);
-		});
-		await this.persist(input, textOf(answers[answers.length - 1]));
-	}
-
-	async addUserMessage(text: string): Promise<void> {
-		await this.persist(text, '');
-	}
-
-	async addAIMessage(text: string): Promise<void> {
-		await this.persist('', text);
-	}
-
-	/** Older LangChain name for {@link addAIMessage}. */
-	async addAIChatMessage(text: string): Promise<void> {
-		await this.addAIMessage(text);
-	}
-
-	async clear(): Promise<void> {
-		this.dropCache();
-	}
-}
+const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * A LangChain-compatible chat memory (the `BaseChatMemory` contract n8n's AI Agent uses)
@@ -213,7 +140,7 @@ export class CortadelChatMemory {
 			const facts = await this.cache.fetch(JSON.stringify(request), () => this.fetchFacts(request));
 			return dedupeFacts(facts).slice(0, this.settings.topK);
 		} catch (error) {
-			this.hooks.warn(`Cortadel recall failed, continuing without memory context: ${describe(error)}`);
+			this.hooks.warn(`Cortadel recall failed, continuing without memory context: ${errorMessage(error)}`);
 			return [];
 		}
 	}
@@ -280,8 +207,8 @@ export class CortadelChatMemory {
 			);
 		} catch (error) {
 			this.ledger.release(input, output);
-			this.hooks.warn(`Cortadel could not store this turn: ${describe(error)}`);
-			finish({ error: describe(error) });
+			this.hooks.warn(`Cortadel could not store this turn: ${errorMessage(error)}`);
+			finish({ error: errorMessage(error) });
 		}
 	}
 }
