@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 import httpx2
 import pytest
@@ -372,6 +373,23 @@ async def test_two_clients_share_the_user_memory_with_their_own_app_names(server
         apps = {r["id"]: r["app_name"] for r in seen.structured_content["results"]}
         assert apps == {from_claude: "claude", from_cursor: "cursor"}
     assert rest_get(server, user, from_cursor)["app_name"] == "cursor"
+
+
+async def test_concurrent_sessions_of_two_users_stay_apart(server: ServerProcess, user: str) -> None:
+    other = f"{user}-other"
+
+    async def write(owner: str, client_name: str) -> None:
+        async with connect(f"{server.base_url}/mcp/{client_name}/{owner}") as client:
+            for n in range(4):
+                await call(client, "add_memories", {"memories": [f"Locker {n} belongs to {owner}."]})
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write, user, "claude")
+        tg.start_soon(write, other, "cursor")
+    for owner, app in ((user, "claude"), (other, "cursor")):
+        items = rest_list(server, owner)["items"]
+        assert sorted(i["content"] for i in items) == [f"Locker {n} belongs to {owner}." for n in range(4)]
+        assert {i["app_name"] for i in items} == {app}
 
 
 async def test_project_header_scopes_writes_and_reads(server: ServerProcess, user: str) -> None:
