@@ -10,7 +10,7 @@ import type { CortadelChatMemory } from '../src/memory/CortadelChatMemory';
 import { importHostMessages, loadMessageFactory, ShimMessage } from '../src/memory/messages';
 import { CortadelMemory } from '../src/nodes/CortadelMemory/CortadelMemory.node';
 import type { HttpHandler } from './helpers/context';
-import { supplyContext } from './helpers/context';
+import { httpError, supplyContext } from './helpers/context';
 
 const USER = 'e2e-bob';
 const BASE = 'http://cortadel.test:3001';
@@ -402,6 +402,14 @@ describe('Cortadel Memory sub-node', () => {
 			const { context, memory } = await memoryWith({ returnMessages: false }, {}, stubServer(refused));
 			assert.deepEqual(await memory.loadMemoryVariables({}), { chat_history: '' });
 			assert.equal(context.warnings.length, 1);
+		});
+
+		it("the warning carries the server's detail from n8n's NodeApiError", async () => {
+			const { context, memory } = await memoryWith({}, {}, stubServer(() => httpError(500, { message: 'database is locked' })));
+			assert.deepEqual(await memory.loadMemoryVariables({ input: 'tea?' }), { chat_history: [] });
+			assert.deepEqual(context.warnings, [
+				'Cortadel recall failed, continuing without memory context: The service was not able to process your request (database is locked)',
+			]);
 		});
 
 		it('a failed write is swallowed with a warning', async () => {

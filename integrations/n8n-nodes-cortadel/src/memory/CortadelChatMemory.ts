@@ -69,7 +69,14 @@ export interface MemoryHooks {
 
 type Values = Record<string, unknown>;
 
-const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+/** An error's message, plus the server's detail that n8n's NodeApiError keeps in `description`. */
+function errorMessage(error: unknown): string {
+	if (!(error instanceof Error)) return String(error);
+	const { description } = error as { description?: unknown };
+	return typeof description === 'string' && description && description !== error.message
+		? `${error.message} (${description})`
+		: error.message;
+}
 
 /**
  * A LangChain-compatible chat memory (the `BaseChatMemory` contract n8n's AI Agent uses)
