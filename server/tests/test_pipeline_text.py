@@ -116,3 +116,11 @@ def test_verbatim_keeps_the_text_and_recognises_the_intent() -> None:
     forget = RULES.verbatim("forget everything about Bob", turn)
     assert (kept.text, kept.intent) == ("  i live in oslo  ", Intent.REMEMBER)
     assert (forget.text, forget.intent, forget.target) == ("forget everything about Bob", Intent.FORGET_ENTITY, "Bob")
+
+
+def test_an_explicit_add_keeps_every_statement_but_questions_and_small_talk() -> None:
+    turn = Turn("user", "Thanks! I prefer dark mode. Use 2-space indentation. What time is it? I think tabs are better.", None, NOW)
+    assert [c.text for c in RULES.extract([turn], explicit=True)] == [
+        "User prefers dark mode.", "Use 2-space indentation.", "User thinks tabs are better.",
+    ]
+    assert [c.text for c in RULES.extract([turn])] == ["User prefers dark mode."]

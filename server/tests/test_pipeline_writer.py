@@ -184,10 +184,12 @@ def test_a_ten_turn_conversation_is_written_within_50_ms(writer: Writer) -> None
         "My partner is Inês.", "Thanks!", "I only bake sourdough on Fridays.", "Can you suggest a recipe?",
         "I'm allergic to walnuts.", "My goal is to open a second shop in 2027.",
     ]
-    timings = []
-    for run in range(15):
-        started = time.perf_counter()
+    wall, cpu = [], []
+    for run in range(21):
+        started, started_cpu = time.perf_counter(), time.thread_time()
         results = say(writer, f"perf-{run}", *turns)
-        timings.append((time.perf_counter() - started) * 1000)
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.thread_time() - started_cpu) * 1000)
         assert [e for e, _ in results] == ["ADD"] * 6
-    assert statistics.median(timings) <= 50, f"p50 {statistics.median(timings):.1f} ms"
+    print(f"\n10-turn conversation: p50 {statistics.median(wall):.1f} ms wall, {statistics.median(cpu):.1f} ms CPU")
+    assert statistics.median(wall) <= 50

@@ -26,9 +26,13 @@ __all__ = ["Extractor", "build_extractor", "make_candidate"]
 
 
 class Extractor(Protocol):
-    """Turns a conversation into candidate facts. Must not touch storage."""
+    """Turns a conversation into candidate facts. Must not touch storage.
 
-    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False) -> list[Candidate]: ...
+    `is_agent_memory` makes the assistant the speaker whose facts are kept; `explicit` says the
+    speaker asked for the text to be remembered, so every statement in it counts.
+    """
+
+    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False) -> list[Candidate]: ...
 
 
 def make_candidate(

@@ -91,6 +91,8 @@ Rules:
 - categories: any of {categories}.
 Answer with JSON only."""
 
+EXPLICIT_NOTE = "\nThe speaker asked for this text to be remembered: keep every statement in it, not only those about themselves."
+
 VERDICT_PROMPT = """A memory store holds these current facts about one person:
 {facts}
 A new statement arrived: "{text}"
@@ -135,13 +137,14 @@ class LlmExtractor:
         self.taxonomy = taxonomy or Taxonomy.from_setting(None)
         self.fallback = fallback
 
-    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False) -> list[Candidate]:
+    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False) -> list[Candidate]:
         if not turns:
             return []
         who, subject = ("the assistant", "Assistant") if is_agent_memory else ("the user", "User")
         transcript = "\n".join(f"[{i}] {t.role}: {t.content}" for i, t in enumerate(turns, start=1))
         messages = [
-            {"role": "system", "content": EXTRACT_PROMPT.format(who=who, subject=subject, categories=", ".join(self.taxonomy.names))},
+            {"role": "system", "content": EXTRACT_PROMPT.format(who=who, subject=subject, categories=", ".join(self.taxonomy.names))
+             + (EXPLICIT_NOTE if explicit else "")},
             {"role": "user", "content": transcript},
         ]
         try:
@@ -150,7 +153,7 @@ class LlmExtractor:
             if self.fallback is None:
                 raise ExtractionFailed(f"fact extraction failed: {exc}") from exc
             log.warning("llm extraction failed, using the fallback extractor: %s", exc)
-            return self.fallback.extract(turns, is_agent_memory=is_agent_memory)
+            return self.fallback.extract(turns, is_agent_memory=is_agent_memory, explicit=explicit)
         log.info(
             "llm extraction: facts=%d prompt_tokens=%d completion_tokens=%d calls=%d",
             len(result.data), result.prompt_tokens, result.completion_tokens, result.calls,

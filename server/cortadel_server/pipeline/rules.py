@@ -7,7 +7,9 @@ Per sentence of the speaker's turns (the user's, or the assistant's with `is_age
 questions, greetings, thanks, requests and small talk are dropped; retractions ("forget my old
 address", "that's no longer true"), resolutions ("the login bug is fixed") and entity deletions
 ("forget everything about Bob") are recognised; first-person statements are rewritten in the third
-person. Every pattern is compiled once at import.
+person. With `explicit` (the caller asked to remember the text, as `add` does) every statement
+that is not a question or small talk is kept, in the speaker's own words when it is not about
+themselves. Every pattern is compiled once at import.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ class RulesExtractor:
     def __init__(self, taxonomy: Taxonomy | None = None) -> None:
         self.taxonomy = taxonomy or Taxonomy.from_setting(None)
 
-    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False) -> list[Candidate]:
+    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False) -> list[Candidate]:
         speaker = "assistant" if is_agent_memory else "user"
         subject = "Assistant" if is_agent_memory else "User"
         candidates: list[Candidate] = []
@@ -134,7 +136,7 @@ class RulesExtractor:
                     if role != "system":
                         previous = _strip_tail_question(second_to_third(sentence, subject))
                     continue
-                candidate = self._sentence(sentence, turn, subject, previous)
+                candidate = self._sentence(sentence, turn, subject, previous, explicit)
                 if candidate is not None:
                     candidates.append(candidate)
                     previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
@@ -142,15 +144,14 @@ class RulesExtractor:
 
     def verbatim(self, text: str, turn: Turn) -> Candidate:
         """`text` kept exactly as written, with only its intent recognised (for `infer: false`)."""
-        found = self._sentence(text, turn, "User", None)
+        found = self._sentence(text, turn, "User", None, True)
         if found is None or found.intent is Intent.REMEMBER:
             return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False)
         return make_candidate(text, turn, self.taxonomy, intent=found.intent, target=found.target)
 
-    def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None) -> Candidate | None:
+    def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool) -> Candidate | None:
         text = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))
-        explicit = False
         while True:
             stripped = _MARKERS.sub("", text, count=1).strip()
             remembered = _REMEMBER.sub("", stripped, count=1).strip()
@@ -186,7 +187,7 @@ class RulesExtractor:
         if m := _INSTRUCTION.match(text):
             how = "never" if m["how"].lower() != "always" else "always"
             return make(f"{subject} prefers to {how} {_end(m['rest'])}")
-        if _REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text):
+        if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text)):
             return None
         if not (_FIRST_PERSON.search(text) or explicit):
             return None

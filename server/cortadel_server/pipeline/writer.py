@@ -176,8 +176,9 @@ class Writer:
         source: str,
         session_id: str | None = None,
     ) -> WriteOutcome:
-        """One text. With `infer` it runs through the extractor like a one-message conversation
-        (and is stored as written when the extractor finds no statement in it); without, it is
+        """One text. With `infer` it runs through the extractor like a one-message conversation the
+        user asked to remember (and is stored as written when the extractor finds no statement in
+        it, a lone "thanks" say); without, it is
         stored verbatim, but retractions/resolutions in it are still recognised and it is still
         deduplicated. All results are in `extra["results"]`; the first one is returned."""
         scope = _Scope(user_id, infer, source, app_name, memory_type, dict(metadata), project, tuple(tags), session_id)
@@ -185,7 +186,7 @@ class Writer:
         candidates: list[Candidate] = []
         if infer:
             try:
-                candidates = self.extractor.extract([turn])
+                candidates = self.extractor.extract([turn], explicit=True)
             except ExtractionFailed as exc:
                 return WriteOutcome(Event.ERROR.value, error=str(exc))
         if not candidates:
@@ -224,15 +225,14 @@ class Writer:
     def _write(self, scope: _Scope, candidates: Sequence[Candidate]) -> list[WriteOutcome]:
         if not candidates:
             return []
-        texts = [c.text for c in candidates] + [_query(c) for c in candidates]
-        vectors = self.embedder.embed(texts)
-        count = len(candidates)
+        texts = list(dict.fromkeys([c.text for c in candidates] + [_query(c) for c in candidates]))
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         outcomes: list[WriteOutcome] = []
-        for i, candidate in enumerate(candidates):
+        for candidate in candidates:
             if scope.memory_type:
                 candidate = dataclasses.replace(candidate, memory_type=MemoryType(scope.memory_type))
             try:
-                outcomes.extend(self._one(scope, candidate, vectors[i], vectors[count + i]))
+                outcomes.extend(self._one(scope, candidate, vectors[candidate.text], vectors[_query(candidate)]))
             except CortadelError as exc:
                 log.error("write failed for %r: %s", candidate.text, exc)
                 outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
