@@ -310,7 +310,7 @@ async def test_search_memory_token_budget_trims_results(server: ServerProcess, u
 async def test_get_skill_returns_matching_procedures_as_steps(server: ServerProcess, user: str) -> None:
     async with connect(f"{server.base_url}/mcp/claude/{user}") as client:
         [release] = await seed(
-            client, "To release the app: run the tests, then tag the commit; push the tag to origin.",
+            client, "To release the app: run the tests, then tag the commit, then push the tag to origin.",
             memory_type="procedural",
         )
         await seed(client, "The release party is on Friday.")
