@@ -11,13 +11,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.config import Settings
 from cortadel_server.pipeline.enrich import MAX_ATTEMPTS, Enricher
+from cortadel_server.pipeline.llm import LlmJudge
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.pipeline.writer import ConversationTurn, Writer
 from cortadel_server.providers import build_embedder
+from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.embedding.base import Embedder
+from cortadel_server.providers.llm import OpenAIChatClient
 from cortadel_server.storage.base import MemoryFilters
 from cortadel_server.storage.sqlite import SqliteStorage
 
@@ -193,3 +197,19 @@ def test_a_ten_turn_conversation_is_written_within_50_ms(writer: Writer) -> None
         assert [e for e, _ in results] == ["ADD"] * 6
     print(f"\n10-turn conversation: p50 {statistics.median(wall):.1f} ms wall, {statistics.median(cpu):.1f} ms CPU")
     assert statistics.median(wall) <= 50
+
+
+def test_an_ambiguous_candidate_gets_one_llm_verdict(storage: SqliteStorage, embedder: Embedder) -> None:
+    with ScriptedOpenAI() as api:
+        chat = OpenAIChatClient(api.v1_url, model="judge", timeout=2, policy=RetryPolicy(base_delay=0.01))
+        try:
+            writer = Writer(storage, embedder, RulesExtractor(), judge=LlmJudge(chat))
+            [(added, _)] = say(writer, "u", "I am learning the piano.")
+            assert added == "ADD" and api.requests == []  # nothing to compare with: no call
+            [piano] = storage.list_memories("u", MemoryFilters(), offset=0, limit=1)[0]
+            api.enqueue("/v1/chat/completions", Reply.chat({"verdict": "update", "existing_id": piano.id}))
+            assert say(writer, "u", "I am learning the piano with a teacher.") == [("SUPERSEDE", "User is learning the piano with a teacher.")]
+            assert say(writer, "u", "I live in Oslo.") == [("ADD", "User lives in Oslo.")]  # clear case: no call
+            assert len(api.requests) == 1
+        finally:
+            chat.close()
