@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cortadel_server.pipeline.classify import DEFAULT_CATEGORIES, GIST_LIMIT, Taxonomy, gist, memory_type
+from cortadel_server.pipeline.classify import (
+    DEFAULT_CATEGORIES,
+    GIST_LIMIT,
+    Taxonomy,
+    gist,
+    memory_type,
+)
 from cortadel_server.pipeline.model import MemoryType
 
 NOW = datetime(2026, 6, 15, tzinfo=UTC)

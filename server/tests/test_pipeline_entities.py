@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from cortadel_server.pipeline.enrich import canonical_entity
-from cortadel_server.pipeline.entities import entity_key, find_entities, link_entity, mentions_entity, same_entity
+from cortadel_server.pipeline.entities import (
+    entity_key,
+    find_entities,
+    link_entity,
+    mentions_entity,
+    same_entity,
+)
 from cortadel_server.pipeline.model import EntityKind, EntityMention
 
 

@@ -13,8 +13,21 @@ import pytest
 from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.pipeline.decide import decide
-from cortadel_server.pipeline.llm import FACTS_SCHEMA, ExtractionFailed, LlmExtractor, LlmJudge
-from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, MemoryType, Neighbour, Turn
+from cortadel_server.pipeline.llm import (
+    FACTS_SCHEMA,
+    ExtractionFailed,
+    LlmExtractor,
+    LlmJudge,
+)
+from cortadel_server.pipeline.model import (
+    Candidate,
+    Decision,
+    Event,
+    Intent,
+    MemoryType,
+    Neighbour,
+    Turn,
+)
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.llm import OpenAIChatClient

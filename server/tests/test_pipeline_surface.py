@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import cortadel_server.pipeline as pipeline
+from cortadel_server import pipeline
 
 
 def test_all_is_sorted_and_complete() -> None:

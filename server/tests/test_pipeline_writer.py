@@ -120,7 +120,7 @@ def test_touch_records_the_reconfirmation(writer: Writer, storage: SqliteStorage
 
 
 def test_add_text_verbatim_still_recognises_intent_and_falls_back_to_the_text(writer: Writer) -> None:
-    add = lambda text, infer: writer.add_text("u", text, infer=infer, app_name=None, memory_type=None,  # noqa: E731
+    add = lambda text, infer: writer.add_text("u", text, infer=infer, app_name=None, memory_type=None,
                                               metadata={}, project=None, tags=[], source="add")
     assert (add("Bob is my manager.", False).event, add("Paris is lovely in spring.", True).memory) == ("ADD", "Paris is lovely in spring.")
     forgotten = add("Forget everything about Bob.", False)

@@ -60,7 +60,7 @@ _INFLECTION = r"(?:s|es|ed|d|ing|er|ers)?\b"
 
 def _stem_pattern(stems: tuple[str, ...]) -> re.Pattern[str]:
     parts = [re.escape(stem) + (_INFLECTION if stem[-1].isalnum() else "") for stem in stems]
-    return re.compile(r"(?<![\w$€])(?:" + "|".join(sorted(parts, key=len, reverse=True)) + r")", re.I)
+    return re.compile(r"(?<![\w$€])(?:" + "|".join(sorted(parts, key=len, reverse=True)) + r")", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -104,18 +104,18 @@ def _own_stems(name: str) -> tuple[str, ...]:
 _PROCEDURAL = re.compile(
     r"\b(?:always|never|only|whenever|every time|before|after|make sure|prefers to|wants to always|"
     r"wants to never|rule|workflow|process|steps?|how to|instead of|by default)\b",
-    re.I,
+    re.IGNORECASE,
 )
 _ACTION_VERB = re.compile(
     r"\b(?:ship|deploy|release|use|run|commit|push|merge|review|test|write|format|answer|reply|"
     r"respond|call|name|indent|build|install|back up|book|pay|format|send|check|lint|document)(?:s|es|ed|ing)?\b",
-    re.I,
+    re.IGNORECASE,
 )
 _PAST_EVENT = re.compile(
     r"\b(?:went|visited|met|moved|bought|sold|started|finished|graduated|married|got|had|did|saw|"
     r"ran|flew|traveled|travelled|attended|won|lost|broke|adopted|joined|left|quit|was|were|"
     r"\w+ed)\b",
-    re.I,
+    re.IGNORECASE,
 )
 
 

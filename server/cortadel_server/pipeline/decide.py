@@ -23,7 +23,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from cortadel_server.pipeline.entities import mentions_entity
 from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
@@ -45,9 +45,7 @@ NEGATION = re.compile(
     r"no more|stopped|quit|used to)\b"
 )
 STOPWORDS = frozenset(
-    "a an the to in at on of for with and or is are am was were be been being has have had do does "
-    "did will would can could should shall may might must that this these those it its their there "
-    "user assistant by from as into than then so very every each".split()
+    ["a", "an", "the", "to", "in", "at", "on", "of", "for", "with", "and", "or", "is", "are", "am", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "will", "would", "can", "could", "should", "shall", "may", "might", "must", "that", "this", "these", "those", "it", "its", "their", "there", "user", "assistant", "by", "from", "as", "into", "than", "then", "so", "very", "every", "each"]
 )
 # Stems of numbers, clock times and parts of the week: the values a routine is stated with.
 TYPED_VALUE = re.compile(r"^(?:\d+(?:[.,:]\d+)?(?:am|pm|k|km|kg|h|m|%)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|weekday|morn|even|night)$")
@@ -63,17 +61,17 @@ TARGET_SYNONYMS = {
 _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (key, re.compile(pattern))
     for key, pattern in (
-        ("residence", r"^(?P<s>.+?) (?:lives?|is living|has lived|has been living|resides?|is based|moved|has moved|"
-                      r"move|relocated|has relocated|settled|is staying|stays?) (?:back )?(?:in|to|at|into|near) (?P<v>.+)$"),
-        ("employer", r"^(?P<s>.+?) (?:(?:works?|is working|has been working|is employed|started working|got a (?:new )?job|"
-                     r"has a (?:new )?job|took a (?:new )?job|started a (?:new )?job) (?:at|for|by|with)|joined) (?P<v>.+)$"),
+        ("residence", (r"^(?P<s>.+?) (?:lives?|is living|has lived|has been living|resides?|is based|moved|has moved|"
+                       r"move|relocated|has relocated|settled|is staying|stays?) (?:back )?(?:in|to|at|into|near) (?P<v>.+)$")),
+        ("employer", (r"^(?P<s>.+?) (?:(?:works?|is working|has been working|is employed|started working|got a (?:new )?job|"
+                      r"has a (?:new )?job|took a (?:new )?job|started a (?:new )?job) (?:at|for|by|with)|joined) (?P<v>.+)$")),
         ("occupation", r"^(?P<s>.+?) works? as (?:an? )?(?P<v>.+)$"),
         ("name", r"^(?P<s>.+?) (?:is called|goes by|is named|name is) (?P<v>.+)$"),
         ("age", r"^(?P<s>.+?) (?:is|am|turned) (?P<v>\d+)(?: years? old)?$"),
         ("partner", r"^(?P<s>.+?) (?:is married to|is engaged to|is dating|is in a relationship with) (?P<v>.+)$"),
         ("attribute", r"^(?P<s>[a-z]+)'s (?P<k>(?:[a-z]+ ){0,3}?[a-z]+) (?:is|are|was|were) (?P<v>.+)$"),
-        ("affinity", r"^(?P<s>.+?) (?P<verb>likes?|loves?|enjoys?|adores?|hates?|dislikes?|detests?|prefers?|"
-                     r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$"),
+        ("affinity", (r"^(?P<s>.+?) (?P<verb>likes?|loves?|enjoys?|adores?|hates?|dislikes?|detests?|prefers?|"
+                      r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$")),
     )
 )
 _AS_USER = {"i": "user", "me": "user", "myself": "user", "my": "user's", "mine": "user's"}
@@ -119,7 +117,7 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in re.findall(r"[\w$€%.:]+", text) if w not in STOPWORDS and w.strip(".:"))
 
 
-_EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -216,15 +214,13 @@ def _replaces(new: FactShape, old: FactShape) -> str:
             return f"{new.slot} negated"
         if not new.negative and not old.negative and new.slot_value != old.slot_value:
             return f"new {new.slot}"
-        if not new.negative and old.negative and new.slot_value != old.slot_value:
-            return ""
     if new.stems == old.stems and new.negative != old.negative:
         return "negated"
-    if new.negative == old.negative and new.values and old.values and new.values != old.values:
-        # Only for the speaker's own routines and counts: in other notes a number is often a name
-        # ("note 3", "room 4"), and two such notes are two facts.
-        if new.subject in SPEAKERS and new.stems - new.values == old.stems - old.values:
-            return "new value"
+    # Another number or weekday in the same sentence, but only for the speaker's own routines and
+    # counts: in other notes a number is often a name ("note 3", "room 4"), and those are two facts.
+    same_but_values = new.stems - new.values == old.stems - old.values
+    if new.subject in SPEAKERS and new.negative == old.negative and new.values and old.values and new.values != old.values and same_but_values:
+        return "new value"
     return ""
 
 

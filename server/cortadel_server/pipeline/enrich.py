@@ -83,7 +83,7 @@ class Enricher:
         while not self._stop.is_set():
             try:
                 worked = self.run_once()
-            except Exception:  # the worker must outlive any one bad job or database hiccup
+            except Exception:  # the worker must outlive any database hiccup
                 log.exception("enrichment: worker error")
                 worked = False
             if not worked:
@@ -99,7 +99,7 @@ class Enricher:
             if job.kind != ENRICH:
                 raise ValueError(f"unknown job kind {job.kind!r}")
             self._enrich(job)
-        except Exception as exc:  # recorded on the job and retried; never lost
+        except Exception as exc:  # noqa: BLE001 - any failure is recorded on the job and retried, never lost
             self._failed(job, exc)
         else:
             self.storage.finish_job(job.id)

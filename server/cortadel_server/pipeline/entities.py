@@ -43,8 +43,10 @@ ORGS = {
     "gitlab", "atlassian", "salesforce", "oracle", "uber", "airbnb", "tesla", "mozilla",
     "amazon web services", "google cloud", "european union", "deutsche bank", "bmw",
 }
+# "Bob's ..." or "Bob is User's ...": a name that owns or relates to something is a person.
+_OWNER = re.compile(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)")
 TITLE = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Prof)\.\s")
-ORG_SUFFIX = re.compile(r"\b(?:inc|corp|corporation|ltd|llc|gmbh|ag|labs|university|bank|group|company|co)\.?$", re.I)
+ORG_SUFFIX = re.compile(r"\b(?:inc|corp|corporation|ltd|llc|gmbh|ag|labs|university|bank|group|company|co)\.?$", re.IGNORECASE)
 NOT_NAMES = {
     "user", "assistant", "i", "the", "a", "an", "my", "our", "this", "that", "these", "those",
     "it", "he", "she", "they", "we", "you", "his", "her", "their", "monday", "tuesday",
@@ -58,12 +60,12 @@ PERSON_CUES = re.compile(
     r"\b(?:manager|boss|wife|husband|partner|friend|brother|sister|son|daughter|mom|mum|dad|"
     r"mother|father|colleague|coworker|co-worker|teammate|cousin|uncle|aunt|girlfriend|"
     r"boyfriend|fianc[eé]e?|named|called|with|met|told|asked|dog|cat)\s*$",
-    re.I,
+    re.IGNORECASE,
 )
-PLACE_CUES = re.compile(r"\b(?:in|to|from|near|visited|visit|visiting|trip to|flight to)\s*$", re.I)
-ORG_CUES = re.compile(r"\b(?:works? at|works? for|working at|working for|joined|employed (?:at|by)|job at)\s*$", re.I)
-PROJECT_CUES = re.compile(r"\b(?:project|repo|repository|codebase|service|app)\s*$", re.I)
-PROJECT_AFTER = re.compile(r"^\s+(?:project|repo|repository|codebase|service|app)\b", re.I)
+PLACE_CUES = re.compile(r"\b(?:in|to|from|near|visited|visit|visiting|trip to|flight to)\s*$", re.IGNORECASE)
+ORG_CUES = re.compile(r"\b(?:works? at|works? for|working at|working for|joined|employed (?:at|by)|job at)\s*$", re.IGNORECASE)
+PROJECT_CUES = re.compile(r"\b(?:project|repo|repository|codebase|service|app)\s*$", re.IGNORECASE)
+PROJECT_AFTER = re.compile(r"^\s+(?:project|repo|repository|codebase|service|app)\b", re.IGNORECASE)
 
 # A capitalised word (Berlin, McDonald, O'Neil, K8s) or an all-caps initialism (NYC, IBM).
 _NAME_WORD = r"(?:[A-Z][a-zA-Z0-9]*(?:['’-][A-Za-z]+)*|[A-Z]{2,}[0-9]*)"
@@ -118,7 +120,7 @@ def _kind(name: str, key: str, before: str, after: str) -> EntityKind:
         return EntityKind.PLACE
     if key in ORGS or ORG_SUFFIX.search(name) or ORG_CUES.search(before):
         return EntityKind.ORG
-    if TITLE.match(name) or PERSON_CUES.search(before) or re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", after):
+    if TITLE.match(name) or PERSON_CUES.search(before) or _OWNER.match(after):
         return EntityKind.PERSON
     if PLACE_CUES.search(before):
         return EntityKind.PLACE
@@ -143,14 +145,13 @@ def find_entities(text: str) -> list[EntityMention]:
             continue
         name = " ".join(words).removesuffix("'s").removesuffix("’s")
         start = m.start() + m.group(0).index(words[0])
-        if start == 0 and len(words) == 1 and name.lower() not in PLACES | ORGS and not name.isupper():
-            # A capital at the start of a sentence is usually grammar, not a name.
-            if not re.match(r"^(?:'s\b|\s+(?:is|was)\s+(?:User|Assistant)'s\b)", text[start + len(name):]):
-                continue
+        after = text[start + len(name):]
+        if start == 0 and len(words) == 1 and name.lower() not in PLACES | ORGS and not name.isupper() and not _OWNER.match(after):
+            continue  # a capital at the start of a sentence is usually grammar, not a name
         key = entity_key(name)
         if key in mentions:
             continue
-        kind = _kind(name, key, text[:start], text[start + len(name):])
+        kind = _kind(name, key, text[:start], after)
         mentions[key] = EntityMention(name=name, kind=kind, key=key)
     return list(mentions.values())
 

@@ -22,7 +22,15 @@ from typing import Any
 from cortadel_server.errors import ProviderError
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.extract import Extractor, make_candidate
-from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, MemoryType, Neighbour, Turn
+from cortadel_server.pipeline.model import (
+    Candidate,
+    Decision,
+    Event,
+    Intent,
+    MemoryType,
+    Neighbour,
+    Turn,
+)
 from cortadel_server.pipeline.timeexpr import find_time
 from cortadel_server.providers.llm import ChatClient
 
@@ -102,13 +110,17 @@ it duplicates or updates, else null."""
 
 
 def _as_facts(data: Any, turn_count: int) -> list[dict[str, Any]]:
-    """The answer's facts, checked field by field; raises ValueError for the repair request."""
+    """The answer's facts, checked field by field.
+
+    Raises ValueError (never TypeError) for anything wrong: that is what makes the chat client ask
+    the model for a repair.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
-        raise ValueError('expected an object with a "facts" array')
+        raise ValueError('expected an object with a "facts" array')  # noqa: TRY004
     facts = []
     for i, fact in enumerate(data["facts"]):
         if not isinstance(fact, dict):
-            raise ValueError(f"facts[{i}] must be an object")
+            raise ValueError(f"facts[{i}] must be an object")  # noqa: TRY004
         text = fact.get("text")
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"facts[{i}].text must be a non-empty string")

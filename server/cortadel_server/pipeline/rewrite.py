@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["expand_contractions", "third_person", "second_to_third", "conjugate"]
+__all__ = ["conjugate", "expand_contractions", "second_to_third", "third_person"]
 
 _CONTRACTIONS = (
     (r"\b(I|you|we|they)'m\b", r"\1 am"),
@@ -29,28 +29,21 @@ _CONTRACTIONS = (
     (r"\bain't\b", "is not"),
     (r"\b(do|does|did|is|are|was|were|have|has|had|should|would|could|must|need)n't\b", r"\1 not"),
 )
-_CONTRACTION_RULES = tuple((re.compile(p, re.I), r) for p, r in _CONTRACTIONS)
+_CONTRACTION_RULES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
 
 ADVERBS = frozenset(
-    "only always never usually really also still just often sometimes mostly now currently rarely "
-    "generally typically actually mainly definitely absolutely primarily recently finally already "
-    "even normally seldom occasionally frequently regularly basically honestly literally totally "
-    "constantly".split()
+    ["only", "always", "never", "usually", "really", "also", "still", "just", "often", "sometimes", "mostly", "now", "currently", "rarely", "generally", "typically", "actually", "mainly", "definitely", "absolutely", "primarily", "recently", "finally", "already", "even", "normally", "seldom", "occasionally", "frequently", "regularly", "basically", "honestly", "literally", "totally", "constantly"]
 )
-MODALS = frozenset("can could will would should may might must shall cannot".split())
+MODALS = frozenset(["can", "could", "will", "would", "should", "may", "might", "must", "shall", "cannot"])
 IRREGULAR_PAST = frozenset(
-    "was were had did went got made took came saw met bought left began became ate drank drove flew "
-    "found gave knew lost paid ran said sold sent spent told thought wrote broke built caught chose "
-    "fell felt fought forgot grew heard held hurt kept led lent meant quit rode rang rose sang sat "
-    "shot shut slept spoke stood stole swam taught threw understood woke won wore brought "
-    "sought sold dealt".split()
+    ["was", "were", "had", "did", "went", "got", "made", "took", "came", "saw", "met", "bought", "left", "began", "became", "ate", "drank", "drove", "flew", "found", "gave", "knew", "lost", "paid", "ran", "said", "sold", "sent", "spent", "told", "thought", "wrote", "broke", "built", "caught", "chose", "fell", "felt", "fought", "forgot", "grew", "heard", "held", "hurt", "kept", "led", "lent", "meant", "quit", "rode", "rang", "rose", "sang", "sat", "shot", "shut", "slept", "spoke", "stood", "stole", "swam", "taught", "threw", "understood", "woke", "won", "wore", "brought", "sought", "sold", "dealt"]
 )
 _IRREGULAR_PRESENT = {"be": "is", "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
 _TOKEN = re.compile(r"\w+(?:['-]\w+)*|[^\w\s]+")
 _GROUP_WORK = re.compile(
     r"\b(?:ship|deploy|release|code|repo|team|sprint|customer|client|production|office|company|"
     r"standup|meeting|product|project|stack|service|build|ci)\w*\b",
-    re.I,
+    re.IGNORECASE,
 )
 _OBJECT_FORMS = {"me": "{s}", "myself": "{s}", "my": "{s}'s", "mine": "{s}'s", "our": "{s}'s", "ours": "{s}'s", "us": "{s}"}
 

@@ -21,7 +21,11 @@ from datetime import datetime
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.extract import make_candidate
 from cortadel_server.pipeline.model import Candidate, Intent, Turn
-from cortadel_server.pipeline.rewrite import expand_contractions, second_to_third, third_person
+from cortadel_server.pipeline.rewrite import (
+    expand_contractions,
+    second_to_third,
+    third_person,
+)
 from cortadel_server.pipeline.timeexpr import find_times
 
 __all__ = ["RulesExtractor", "split_sentences"]
@@ -47,10 +51,7 @@ _AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|
 _STILL = _rx(r"\bstill\b")
 
 _SMALL_TALK_WORDS = frozenset(
-    "hi hello hey hiya yo thanks thank you thx ty cheers ok okay cool great nice awesome perfect sure "
-    "bye goodbye see ya later good morning evening night afternoon day lol haha yes no yep nope yeah "
-    "got it sounds fine welcome so much very a lot again there all everyone folks man dude mate "
-    "appreciate it much well done excellent wow amazing alright right indeed exactly please".split()
+    ["hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ty", "cheers", "ok", "okay", "cool", "great", "nice", "awesome", "perfect", "sure", "bye", "goodbye", "see", "ya", "later", "good", "morning", "evening", "night", "afternoon", "day", "lol", "haha", "yes", "no", "yep", "nope", "yeah", "got", "it", "sounds", "fine", "welcome", "so", "much", "very", "a", "lot", "again", "there", "all", "everyone", "folks", "man", "dude", "mate", "appreciate", "it", "much", "well", "done", "excellent", "wow", "amazing", "alright", "right", "indeed", "exactly", "please"]
 )
 _SMALL_TALK = _rx(
     r"^(?:i am (?:fine|good|ok|okay|great|well|alright|doing (?:well|good|great|fine|ok|okay))|"
@@ -162,7 +163,9 @@ class RulesExtractor:
         if not text or _is_small_talk(text):
             return None
         reconfirm = reconfirm or bool(_STILL.search(text))
-        make = lambda fact, **kw: make_candidate(_sentence_case(fact), turn, self.taxonomy, **kw)  # noqa: E731
+
+        def make(fact: str, intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False) -> Candidate:
+            return make_candidate(_sentence_case(fact), turn, self.taxonomy, intent=intent, target=target, reconfirm=reconfirm)
 
         if m := _FORGET_ENTITY.match(text):
             return make(third_person(text, subject), intent=Intent.FORGET_ENTITY, target=_clean_target(m["t"], subject, turn.at))
@@ -204,11 +207,11 @@ def _clean_target(target: str, subject: str, said_at: datetime) -> str:
     for span in find_times(target, said_at):
         target = target.replace(span.text, " ")
     target = _OLD.sub("", third_person(" ".join(target.split()).strip(" .!"), subject))
-    return re.sub(r"^(?:the|a|an)\s+", "", target, flags=re.I).strip()
+    return re.sub(r"^(?:the|a|an)\s+", "", target, flags=re.IGNORECASE).strip()
 
 
 def _strip_tail_question(text: str) -> str:
-    return re.sub(r",?\s*(?:right|correct|is that right|is that correct|yes|no)?\s*\?$", ".", text, flags=re.I)
+    return re.sub(r",?\s*(?:right|correct|is that right|is that correct|yes|no)?\s*\?$", ".", text, flags=re.IGNORECASE)
 
 
 def _end(text: str) -> str:

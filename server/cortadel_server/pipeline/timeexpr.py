@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -176,7 +177,7 @@ def _year(m: re.Match[str], ref: datetime) -> tuple[datetime, datetime, datetime
     return start, end, start
 
 
-_Resolver = type(_ago)
+_Resolver = Callable[[re.Match[str], datetime], tuple[datetime, datetime, datetime]]
 _RULES: tuple[tuple[re.Pattern[str], _Resolver], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), resolver)
     for pattern, resolver in (

@@ -55,7 +55,15 @@ from cortadel_server.pipeline.decide import decide
 from cortadel_server.pipeline.enrich import ENRICH, Enricher, canonical_entity
 from cortadel_server.pipeline.extract import Extractor, build_extractor
 from cortadel_server.pipeline.llm import ExtractionFailed, LlmJudge
-from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, MemoryType, Neighbour, Turn
+from cortadel_server.pipeline.model import (
+    Candidate,
+    Decision,
+    Event,
+    Intent,
+    MemoryType,
+    Neighbour,
+    Turn,
+)
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.providers import build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
