@@ -25,8 +25,9 @@ $(VENV)/.installed: requirements.lock server/pyproject.toml sdk/python/pyproject
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e server -e sdk/python
 	touch $@
 
-node_modules/.installed: package-lock.json package.json sdk/typescript/package.json integrations/mastra/package.json integrations/n8n-nodes-cortadel/package.json
+node_modules/.installed: package-lock.json package.json sdk/typescript/package.json integrations/mastra/package.json integrations/n8n-nodes-cortadel/package.json tools/node22/package-lock.json
 	npm ci --no-audit --no-fund
+	npm ci --no-audit --no-fund --prefix tools/node22
 	touch $@
 
 # Each Python project runs under its own rootdir and settings.
