@@ -36,6 +36,20 @@ async def send_json(send: Send, status: int, body: Json, request_id: str | None 
     await send({"type": "http.response.body", "body": payload})
 
 
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that hands over an already-read body once, then the rest of the stream."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class InternalErrorMiddleware:
     """An unexpected exception becomes the contract's 500 body, logged with the request id.
 
@@ -128,17 +142,7 @@ class BodyLimitMiddleware:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
 
 def api_key_from(scope: Scope) -> str | None:
@@ -208,13 +212,4 @@ async def _default_user_id(scope: Scope, receive: Receive, user: str) -> tuple[S
     if isinstance(parsed, dict) and parsed.get("user_id") is None:
         parsed["user_id"] = user
         body = json.dumps(parsed).encode("utf-8")
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return scope, replay
+    return scope, replaying(body, receive)
