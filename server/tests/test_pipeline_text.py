@@ -124,3 +124,10 @@ def test_an_explicit_add_keeps_every_statement_but_questions_and_small_talk() ->
         "User prefers dark mode.", "Use 2-space indentation.", "User thinks tabs are better.",
     ]
     assert [c.text for c in RULES.extract([turn])] == ["User prefers dark mode."]
+
+
+def test_emails_urls_phone_numbers_and_times_survive_the_rewrite_untouched() -> None:
+    turn = Turn("user", "My email is me@example.com and my phone is +49 151 2345678. Our standup is at 9:30 lol.", None, NOW)
+    assert [c.text for c in RULES.extract([turn])] == [
+        "User's email is me@example.com.", "User's phone is +49 151 2345678.", "User's standup is at 9:30.",
+    ]

@@ -39,7 +39,8 @@ IRREGULAR_PAST = frozenset(
     ["was", "were", "had", "did", "went", "got", "made", "took", "came", "saw", "met", "bought", "left", "began", "became", "ate", "drank", "drove", "flew", "found", "gave", "knew", "lost", "paid", "ran", "said", "sold", "sent", "spent", "told", "thought", "wrote", "broke", "built", "caught", "chose", "fell", "felt", "fought", "forgot", "grew", "heard", "held", "hurt", "kept", "led", "lent", "meant", "quit", "rode", "rang", "rose", "sang", "sat", "shot", "shut", "slept", "spoke", "stood", "stole", "swam", "taught", "threw", "understood", "woke", "won", "wore", "brought", "sought", "sold", "dealt"]
 )
 _IRREGULAR_PRESENT = {"be": "is", "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
-_TOKEN = re.compile(r"\w+(?:['-]\w+)*|[^\w\s]+")
+_SPACES = re.compile(r"(\s+)")
+_WORDY = re.compile(r"^([\"'(\[]*)([A-Za-z]+(?:['-][A-Za-z]+)*)([.,!?;:)\]\"']*)$")
 _GROUP_WORK = re.compile(
     r"\b(?:ship|deploy|release|code|repo|team|sprint|customer|client|production|office|company|"
     r"standup|meeting|product|project|stack|service|build|ci)\w*\b",
@@ -73,7 +74,7 @@ def third_person(sentence: str, subject: str) -> str:
 
     "we" becomes "<subject> and their team" in work talk, "... and their family" otherwise.
     """
-    words = _TOKEN.findall(expand_contractions(sentence))
+    chunks, words = _split(expand_contractions(sentence))
     group = "team" if _GROUP_WORK.search(sentence) else "family"
     for i, word in enumerate(words):
         lower = word.lower()
@@ -84,12 +85,12 @@ def third_person(sentence: str, subject: str) -> str:
             words[i] = f"{subject} and their {group}"
         elif lower in _OBJECT_FORMS:
             words[i] = _OBJECT_FORMS[lower].format(s=subject)
-    return _join(words)
+    return _join(chunks, words)
 
 
 def second_to_third(sentence: str, subject: str) -> str:
     """Replace "you/your" (the listener) with `subject`, for statements made *to* the speaker."""
-    words = _TOKEN.findall(expand_contractions(sentence))
+    chunks, words = _split(expand_contractions(sentence))
     for i, word in enumerate(words):
         lower = word.lower()
         if lower in ("you", "yourself"):
@@ -98,7 +99,32 @@ def second_to_third(sentence: str, subject: str) -> str:
                 _agree(words, i)
         elif lower in ("your", "yours"):
             words[i] = f"{subject}'s"
-    return _join(words)
+    return _join(chunks, words)
+
+
+def _split(text: str) -> tuple[list[tuple[str, str, str] | str], list[str]]:
+    """The text as whitespace-separated chunks, and the plain words among them.
+
+    A chunk that is a word with some punctuation around it ("(my", "Tuesdays.") becomes
+    (prefix, word, suffix); anything else ("9:30", "jane@example.com", "+49") stays a string and
+    is never touched.
+    """
+    chunks: list[tuple[str, str, str] | str] = []
+    words: list[str] = []
+    for chunk in _SPACES.split(text):
+        m = _WORDY.match(chunk)
+        if m:
+            chunks.append((m[1], m[2], m[3]))
+            words.append(m[2])
+        else:
+            chunks.append(chunk)
+    return chunks, words
+
+
+def _join(chunks: list[tuple[str, str, str] | str], words: list[str]) -> str:
+    replaced = iter(words)
+    text = "".join(chunk if isinstance(chunk, str) else chunk[0] + next(replaced) + chunk[2] for chunk in chunks)
+    return text[:1].upper() + text[1:]
 
 
 def _is_base_verb(word: str) -> bool:
@@ -126,11 +152,3 @@ def _agree(words: list[str], subject_at: int) -> None:
             break
     if i < len(words) and _is_base_verb(words[i]):
         words[i] = conjugate(words[i])
-
-
-def _join(tokens: list[str]) -> str:
-    text = ""
-    for tok in tokens:
-        glue = not text or re.fullmatch(r"[.,!?;:%)\]}]+", tok) or text.endswith(("(", "[", "$", "#", "@", "-"))
-        text += tok if glue else " " + tok
-    return text[:1].upper() + text[1:]

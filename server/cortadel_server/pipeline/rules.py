@@ -44,8 +44,9 @@ _MARKERS = _rx(
     r"^(?:please|actually|well|oh|so|also|by the way|btw|yes|yeah|yep|yup|no|nope|okay|ok|hey|hi|hello|"
     r"anyway|anyways|fyi|just so you know|just to let you know|for the record|for context|and|but|"
     r"hmm+|um+|uh+|thanks|thank you|great|cool|sure|right|correct|indeed|alright|haha|lol|oh and|"
-    r"that is right|exactly|true|honestly|frankly|seriously|to be honest|basically)\b[\s,!.:;-]*"
+    r"that is right|exactly|true|honestly|frankly|seriously|to be honest|basically|ugh|phew|wow)\b[\s,!.:;-]*"
 )
+_TRAILING_NOISE = _rx(r"[\s,]+(?:lol|haha+|lmao|rofl|:\)|;\)|:D)(?=[.!]*$)")
 _REMEMBER = _rx(r"^(?:please\s+)?(?:remember|note|keep in mind|do not forget|make a note)(?:\s+that)?[\s:,]+")
 _AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|true)\b")
 _STILL = _rx(r"\bstill\b")
@@ -160,6 +161,7 @@ class RulesExtractor:
             if remembered == text:
                 break
             text = remembered
+        text = _TRAILING_NOISE.sub("", text)
         if not text or _is_small_talk(text):
             return None
         reconfirm = reconfirm or bool(_STILL.search(text))
