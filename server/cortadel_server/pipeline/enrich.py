@@ -108,25 +108,23 @@ class Enricher:
     def _enrich(self, job: Job) -> None:
         if job.memory_id is None:
             return
-        memory = self.storage.get_memory(job.user_id, job.memory_id)
-        if memory is None:  # deleted before we got to it
-            return
-        known = self.storage.entity_names(job.user_id)
-        mentions = []
-        for mention in find_entities(memory.text):
-            canonical = canonical_entity(mention.name, known)
-            known.setdefault(mention.key, canonical)
-            mentions.append(EntityMention(name=mention.name, kind=mention.kind.value, canonical=canonical))
-        with self.storage.write():
+        with self.storage.write():  # one transaction: the fact cannot vanish half-way
+            memory = self.storage.get_memory(job.user_id, job.memory_id)
+            if memory is None:  # deleted before we got to it
+                return
+            known = self.storage.entity_names(job.user_id)
+            mentions = []
+            for mention in find_entities(memory.text):
+                canonical = canonical_entity(mention.name, known)
+                known.setdefault(mention.key, canonical)
+                mentions.append(EntityMention(name=mention.name, kind=mention.kind.value, canonical=canonical))
             self.storage.link_entities(job.user_id, memory.id, mentions)
             fields: dict[str, object] = {"extraction_status": "done"}
+            detail: dict[str, object] = {"entities": [m.canonical for m in mentions]}
             if not memory.categories:
-                fields["categories"] = list(self.taxonomy.categorize(memory.text))
+                fields["categories"] = detail["categories"] = list(self.taxonomy.categorize(memory.text))
             self.storage.update_memory(job.user_id, memory.id, **fields)
-            self.storage.record_event(
-                job.user_id, memory.id, "ENRICH", self.clock(),
-                {"entities": [m.canonical for m in mentions], **({"categories": fields["categories"]} if "categories" in fields else {})},
-            )
+            self.storage.record_event(job.user_id, memory.id, "ENRICH", self.clock(), detail)
 
     def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
