@@ -131,3 +131,19 @@ def test_emails_urls_phone_numbers_and_times_survive_the_rewrite_untouched() -> 
     assert [c.text for c in RULES.extract([turn])] == [
         "User's email is me@example.com.", "User's phone is +49 151 2345678.", "User's standup is at 9:30.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("message", "facts"),
+    [
+        ("Here's my setup:\n- I use Neovim\n2. My main language is Rust", ["User uses Neovim.", "User's main language is Rust."]),
+        ("```python\n# I like this\nx = 1\n```\nWhy does it fail?", []),
+        ("i live in berlin", ["User lives in berlin."]),
+        ("I LOVE hiking!!!", ["User LOVES hiking."]),
+        ("Can you remember that my wifi password is hunter2?", ["User's wifi password is hunter2."]),
+        ("Please call me Sam.", ["User goes by Sam."]),
+        ("Sorry, I meant Tuesday.", []),
+    ],
+)
+def test_lists_code_casing_and_requests_to_remember(message: str, facts: list[str]) -> None:
+    assert [c.text for c in RULES.extract([Turn("user", message, None, NOW)])] == facts

@@ -61,12 +61,16 @@ def conjugate(verb: str) -> str:
     """The third-person singular present of a base-form verb ("ship" → "ships")."""
     lower = verb.lower()
     if lower in _IRREGULAR_PRESENT:
-        return _IRREGULAR_PRESENT[lower]
-    if re.search(r"(?:s|sh|ch|x|z|o)$", lower):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", lower):
-        return verb[:-1] + "ies"
-    return verb + "s"
+        third = _IRREGULAR_PRESENT[lower]
+    elif re.search(r"(?:s|sh|ch|x|z|o)$", lower):
+        third = lower + "es"
+    elif re.search(r"[^aeiou]y$", lower):
+        third = lower[:-1] + "ies"
+    else:
+        third = lower + "s"
+    if verb.isupper() and len(verb) > 1:
+        return third.upper()
+    return third.capitalize() if verb[:1].isupper() else third
 
 
 def third_person(sentence: str, subject: str) -> str:
@@ -78,7 +82,7 @@ def third_person(sentence: str, subject: str) -> str:
     group = "team" if _GROUP_WORK.search(sentence) else "family"
     for i, word in enumerate(words):
         lower = word.lower()
-        if word == "I":
+        if word in ("I", "i"):
             words[i] = subject
             _agree(words, i)
         elif lower == "we":

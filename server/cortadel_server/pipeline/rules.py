@@ -44,10 +44,13 @@ _MARKERS = _rx(
     r"^(?:please|actually|well|oh|so|also|by the way|btw|yes|yeah|yep|yup|no|nope|okay|ok|hey|hi|hello|"
     r"anyway|anyways|fyi|just so you know|just to let you know|for the record|for context|and|but|"
     r"hmm+|um+|uh+|thanks|thank you|great|cool|sure|right|correct|indeed|alright|haha|lol|oh and|"
-    r"that is right|exactly|true|honestly|frankly|seriously|to be honest|basically|ugh|phew|wow)\b[\s,!.:;-]*"
+    r"that is right|exactly|true|sorry|honestly|frankly|seriously|to be honest|basically|ugh|phew|wow)\b[\s,!.:;-]*"
 )
 _TRAILING_NOISE = _rx(r"[\s,]+(?:lol|haha+|lmao|rofl|:\)|;\)|:D)(?=[.!]*$)")
-_REMEMBER = _rx(r"^(?:please\s+)?(?:remember|note|keep in mind|do not forget|make a note)(?:\s+that)?[\s:,]+")
+_REMEMBER = _rx(
+    r"^(?:(?:can|could|would|will) you\s+)?(?:please\s+)?(?:remember|note|keep in mind|do not forget|make a note)"
+    r"(?:\s+that)?[\s:,]+"
+)
 _AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|true)\b")
 _STILL = _rx(r"\bstill\b")
 
@@ -75,7 +78,10 @@ _QUESTION_START = _rx(
 )
 _REACTION = _rx(r"^i (?:really |also |just |totally )?(?:love|like|hate|enjoy|appreciate|prefer) (?:it|that|this|them|those|these)\b")
 _SPECULATION = _rx(r"\b(?:might|maybe|perhaps|probably|if i|i think|i guess|i believe|i suppose|i feel like)\b|^if\b")
-_FIRST_PERSON = re.compile(r"\b(?:I|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]ur|[Oo]urs|[Uu]s)\b")
+_FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]ur|[Oo]urs|[Uu]s)\b")
+_CALL_ME = _rx(r"^(?:please\s+|you can\s+|just\s+)?call me\s+(?P<name>.+?)[.!]*$")
+_CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _INSTRUCTION = _rx(r"^(?:please\s+)?(?P<how>always|never|do not ever)\s+(?P<rest>\w.+)$")
 
 _FORGET_ENTITY = _rx(
@@ -108,7 +114,8 @@ _OLD = _rx(r"\b(?:old|previous|former|earlier|outdated)\s+")
 def split_sentences(text: str) -> list[str]:
     """Sentences and first-person clauses of `text`, trimmed, empty ones dropped."""
     pieces: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
+    for sentence in _SENTENCE_END.split(_CODE_BLOCK.sub("\n", text)):
+        sentence = _LIST_MARK.sub("", sentence)
         parts = _CLAUSE.split(sentence.strip())
         merged: list[str] = []
         for part in parts:
@@ -154,14 +161,18 @@ class RulesExtractor:
     def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool) -> Candidate | None:
         text = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))
+        remembered_here = False  # "remember that ...": the speaker asked to keep this sentence
         while True:
             stripped = _MARKERS.sub("", text, count=1).strip()
             remembered = _REMEMBER.sub("", stripped, count=1).strip()
-            explicit = explicit or remembered != stripped
+            remembered_here = remembered_here or remembered != stripped
             if remembered == text:
                 break
             text = remembered
+        explicit = explicit or remembered_here
         text = _TRAILING_NOISE.sub("", text)
+        if remembered_here and text.endswith("?"):
+            text = text.rstrip("?").strip()  # "can you remember that ...?" asks to keep a statement
         if not text or _is_small_talk(text):
             return None
         reconfirm = reconfirm or bool(_STILL.search(text))
@@ -189,6 +200,10 @@ class RulesExtractor:
 
         if text.endswith("?") or (_QUESTION_START.match(text) and not explicit):
             return None
+        if m := _CALL_ME.match(text):
+            return make(f"{subject} goes by {_end(m['name'])}")
+        if text.endswith(":"):
+            return None  # a heading ("Here is my setup:"), the facts follow it
         if m := _INSTRUCTION.match(text):
             how = "never" if m["how"].lower() != "always" else "always"
             return make(f"{subject} prefers to {how} {_end(m['rest'])}")
