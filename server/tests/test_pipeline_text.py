@@ -147,3 +147,8 @@ def test_emails_urls_phone_numbers_and_times_survive_the_rewrite_untouched() -> 
 )
 def test_lists_code_casing_and_requests_to_remember(message: str, facts: list[str]) -> None:
     assert [c.text for c in RULES.extract([Turn("user", message, None, NOW)])] == facts
+
+
+def test_an_explicit_statement_about_someone_else_is_kept_exactly_as_written() -> None:
+    turn = Turn("user", "Alice's wifi isn't working", None, NOW)
+    assert [c.text for c in RULES.extract([turn], explicit=True)] == ["Alice's wifi isn't working"]

@@ -209,9 +209,13 @@ class RulesExtractor:
             return make(f"{subject} prefers to {how} {_end(m['rest'])}")
         if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text)):
             return None
-        if not (_FIRST_PERSON.search(text) or explicit):
+        if _FIRST_PERSON.search(text):
+            return make(third_person(_end(text), subject), reconfirm=reconfirm)
+        if not explicit:
             return None
-        return make(third_person(_end(text), subject), reconfirm=reconfirm)
+        # Not about the speaker, but asked to be kept: in the speaker's own words.
+        as_said = raw.strip() if text == expand_contractions(raw.strip()) else text[:1].upper() + text[1:]
+        return make_candidate(as_said, turn, self.taxonomy, reconfirm=reconfirm)
 
 
 def _is_small_talk(text: str) -> bool:
