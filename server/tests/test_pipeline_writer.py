@@ -213,3 +213,14 @@ def test_an_ambiguous_candidate_gets_one_llm_verdict(storage: SqliteStorage, emb
             assert len(api.requests) == 1
         finally:
             chat.close()
+
+
+def test_a_requested_memory_type_wins_and_an_unknown_one_is_ignored(writer: Writer, storage: SqliteStorage) -> None:
+    def add(text: str, memory_type: str | None) -> str:
+        outcome = writer.add_text("u", text, infer=True, app_name=None, memory_type=memory_type,
+                                  metadata={}, project=None, tags=[], source="add")
+        assert outcome.record is not None
+        return outcome.record.memory_type
+
+    assert add("Release steps: tag, build, publish.", "procedural") == "procedural"
+    assert add("I went to Oslo last week.", "whatever") == "episodic"

@@ -86,6 +86,7 @@ log = logging.getLogger("cortadel.pipeline")
 
 #: How many nearest facts each arm (vector, BM25) offers decide() per candidate.
 NEIGHBOURS_PER_ARM = 8
+_MEMORY_TYPES = frozenset(t.value for t in MemoryType)
 #: How many facts one "forget everything about X" may delete at most.
 ENTITY_DELETE_LIMIT = 10_000
 
@@ -236,9 +237,10 @@ class Writer:
         texts = list(dict.fromkeys([c.text for c in candidates] + [_query(c) for c in candidates]))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         outcomes: list[WriteOutcome] = []
+        forced = scope.memory_type if scope.memory_type in _MEMORY_TYPES else None  # invalid → classify
         for candidate in candidates:
-            if scope.memory_type:
-                candidate = dataclasses.replace(candidate, memory_type=MemoryType(scope.memory_type))
+            if forced:
+                candidate = dataclasses.replace(candidate, memory_type=MemoryType(forced))
             try:
                 outcomes.extend(self._one(scope, candidate, vectors[candidate.text], vectors[_query(candidate)]))
             except CortadelError as exc:
