@@ -152,3 +152,15 @@ def test_lists_code_casing_and_requests_to_remember(message: str, facts: list[st
 def test_an_explicit_statement_about_someone_else_is_kept_exactly_as_written() -> None:
     turn = Turn("user", "Alice's wifi isn't working", None, NOW)
     assert [c.text for c in RULES.extract([turn], explicit=True)] == ["Alice's wifi isn't working"]
+
+
+def test_a_transcript_line_that_names_its_speaker_is_about_that_speaker() -> None:
+    turns = [
+        Turn("user", "Caroline: I went to a support group yesterday. My dog is called Rex.", "D1:3", NOW),
+        Turn("user", "Note: I moved to Oslo.", "D1:4", NOW),
+    ]
+    assert [(c.text, c.source_turn_uuids) for c in RULES.extract(turns)] == [
+        ("Caroline went to a support group yesterday.", ("D1:3",)),
+        ("Caroline's dog is called Rex.", ("D1:3",)),
+        ("User moved to Oslo.", ("D1:4",)),  # "Note:" is no speaker
+    ]

@@ -7,7 +7,8 @@ Per sentence of the speaker's turns (the user's, or the assistant's with `is_age
 questions, greetings, thanks, requests and small talk are dropped; retractions ("forget my old
 address", "that's no longer true"), resolutions ("the login bug is fixed") and entity deletions
 ("forget everything about Bob") are recognised; first-person statements are rewritten in the third
-person. With `explicit` (the caller asked to remember the text, as `add` does) every statement
+person (or with the speaker's name when a turn starts with one, "Caroline: I went ..."). With
+`explicit` (the caller asked to remember the text, as `add` does) every statement
 that is not a question or small talk is kept, in the speaker's own words when it is not about
 themselves. Every pattern is compiled once at import.
 """
@@ -79,6 +80,12 @@ _QUESTION_START = _rx(
 _REACTION = _rx(r"^i (?:really |also |just |totally )?(?:love|like|hate|enjoy|appreciate|prefer) (?:it|that|this|them|those|these)\b")
 _SPECULATION = _rx(r"\b(?:might|maybe|perhaps|probably|if i|i think|i guess|i believe|i suppose|i feel like)\b|^if\b")
 _FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]ur|[Oo]urs|[Uu]s)\b")
+# A transcript line "Caroline: I went ..." names its speaker; words like "Note:" do not.
+_SPEAKER_PREFIX = re.compile(
+    r"^\s*(?!(?:Note|Update|Edit|PS|FYI|Remember|Reminder|Todo|TODO|Question|Answer|Summary|Context|"
+    r"Important|Warning|Tip|Re|Subject|Btw|BTW|Here|User|Assistant|Me|Also|Ok|OK|Okay)\b)"
+    r"(?P<name>[A-Z][a-zA-Z.'-]*(?: [A-Z][a-zA-Z.'-]*){0,2}):\s+"
+)
 _CALL_ME = _rx(r"^(?:please\s+|you can\s+|just\s+)?call me\s+(?P<name>.+?)[.!]*$")
 _CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
@@ -140,12 +147,14 @@ class RulesExtractor:
         previous: str | None = None  # the last statement made, for "that's no longer true"
         for turn in turns:
             role = turn.role.strip().lower()
-            for sentence in split_sentences(turn.content):
+            named = _SPEAKER_PREFIX.match(turn.content)
+            content, who = (turn.content[named.end():], named["name"]) if named else (turn.content, subject)
+            for sentence in split_sentences(content):
                 if role != speaker:
                     if role != "system":
                         previous = _strip_tail_question(second_to_third(sentence, subject))
                     continue
-                candidate = self._sentence(sentence, turn, subject, previous, explicit)
+                candidate = self._sentence(sentence, turn, who, previous, explicit)
                 if candidate is not None:
                     candidates.append(candidate)
                     previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
