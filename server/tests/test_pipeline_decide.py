@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cortadel_server.pipeline.decide import decide, normalize, shape
+from cortadel_server.pipeline.decide import decide, normalize, shape, slot_query
 from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
 
 NOW = datetime(2026, 6, 15, tzinfo=UTC)
@@ -99,3 +99,9 @@ def test_normalize_and_shape() -> None:
     assert normalize("I'm 3.5 km away at 9:30") == "user am 3.5 km away at 9:30"
     s = shape("User moved to Paris last month.")
     assert (s.slot, s.slot_value, s.negative, s.subject) == ("residence", frozenset({"pari"}), False, "user")
+
+
+def test_slot_queries_name_every_way_of_saying_the_slot() -> None:
+    assert slot_query("User moved to Paris last month.") == "user lives live living moved relocated based resides address home city"
+    assert slot_query("User's wife works at Google.") == "user's wife works work working joined employed job company employer"
+    assert slot_query("User likes coffee.") is None

@@ -224,3 +224,15 @@ def test_a_requested_memory_type_wins_and_an_unknown_one_is_ignored(writer: Writ
 
     assert add("Release steps: tag, build, publish.", "procedural") == "procedural"
     assert add("I went to Oslo last week.", "whatever") == "episodic"
+
+
+def test_a_new_city_finds_the_old_one_among_many_facts(writer: Writer, storage: SqliteStorage) -> None:
+    say(writer, "u", "I live in Berlin.")
+    friends = zip(["Ana", "Ben", "Cleo", "Dan", "Eva", "Finn", "Gus", "Hana", "Ivo", "Jon", "Kai", "Lea"],
+                  ["Paris", "Lyon", "Nice", "Rome", "Milan", "Porto", "Madrid", "Paris", "Vienna", "Prague", "Oslo", "Paris"])
+    # Twelve moves of other people crowd both search arms; the slot query still finds Berlin.
+    say(writer, "u", *[f"My friend {name} moved to {city} last month." for name, city in friends])
+    [(event, memory)] = say(writer, "u", "I moved to Paris last month.")
+    assert (event, memory) == ("SUPERSEDE", "User moved to Paris last month.")
+    [berlin] = [m for m in storage.list_memories("u", MemoryFilters(include_superseded=True), offset=0, limit=100)[0] if "Berlin" in m.text]
+    assert berlin.superseded_by is not None

@@ -30,7 +30,7 @@ from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, N
 from cortadel_server.pipeline.rewrite import expand_contractions
 from cortadel_server.pipeline.timeexpr import find_times
 
-__all__ = ["FactShape", "decide", "normalize", "shape"]
+__all__ = ["FactShape", "decide", "normalize", "shape", "slot_query"]
 
 DUPLICATE_SIMILARITY = 0.8
 AMBIGUOUS_SIMILARITY = 0.5
@@ -152,6 +152,25 @@ def _slot(plain: str) -> tuple[str, str | None, frozenset[str], bool]:
         return subject, key, value, False
     first = plain.split(" ", 1)[0] if plain else ""
     return first, None, frozenset(), False
+
+
+# Words the facts filling a slot are written with, to look them up by full-text search.
+_SLOT_WORDS = {
+    "residence": "lives live living moved relocated based resides address home city",
+    "employer": "works work working joined employed job company employer",
+    "occupation": "works job role occupation profession",
+    "name": "name called named goes",
+    "age": "years old age",
+    "partner": "married engaged dating partner wife husband",
+}
+
+
+def slot_query(text: str) -> str | None:
+    """Extra full-text query words that find the facts a new value of this fact's slot replaces
+    ("User moved to Paris" → words of every way of saying where someone lives), or None."""
+    fact = shape(text)
+    words = _SLOT_WORDS.get(fact.slot or "")
+    return f"{fact.subject} {words}" if words else None  # likes and attributes: the fact's own words
 
 
 def _similarity(a: FactShape, b: FactShape) -> float:

@@ -51,7 +51,7 @@ import numpy as np
 from cortadel_server.config import Settings
 from cortadel_server.errors import CortadelError
 from cortadel_server.pipeline.classify import Taxonomy
-from cortadel_server.pipeline.decide import decide
+from cortadel_server.pipeline.decide import decide, slot_query
 from cortadel_server.pipeline.enrich import ENRICH, Enricher, canonical_entity
 from cortadel_server.pipeline.extract import Extractor, build_extractor
 from cortadel_server.pipeline.llm import ExtractionFailed, LlmJudge
@@ -275,7 +275,11 @@ class Writer:
             texts = self.storage.text_search(user_id, query, current, ENTITY_DELETE_LIMIT)
             scores = {s.id: s.score for s in [*texts, *linked]}
         else:
-            scores = {s.id: s.score for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
+            # Full-text hits count as candidates without a similarity; the vector arm gives one.
+            scores = {s.id: 0.0 for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
+            by_slot = slot_query(candidate.text) if candidate.intent is Intent.REMEMBER else None
+            if by_slot:
+                scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, by_slot, current, NEIGHBOURS_PER_ARM)})
             for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
                 scores[hit.id] = max(hit.score, 0.0)
             same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
