@@ -49,6 +49,10 @@ def candidate(text: str, intent: Intent = Intent.REMEMBER, target: str | None = 
         ("User visited Rome.", "User visited Paris.", Event.ADD),
         ("Jack's note 4 about the harbour.", "Jack's note 3 about the harbour.", Event.ADD),
         ("User does not eat meat.", "User likes coffee.", Event.ADD),
+        ("User drives a Tesla now.", "User drives a BMW.", Event.SUPERSEDE),
+        ("User uses Vim these days.", "User uses VS Code.", Event.SUPERSEDE),
+        ("User also plays tennis now.", "User plays golf.", Event.ADD),
+        ("User is a manager now.", "User is a developer.", Event.ADD),
     ],
 )
 def test_remember(new: str, old: str, event: Event) -> None:

@@ -77,6 +77,10 @@ _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _AS_USER = {"i": "user", "me": "user", "myself": "user", "my": "user's", "mine": "user's"}
 _FIRST_PERSON = re.compile(r"\b(?:i|me|myself|my|mine)\b")
 SPEAKERS = frozenset({"user", "user's", "assistant", "assistant's"})
+_CHANGE = re.compile(r"\b(?:now|nowadays|these days|any ?more|switched|instead|no longer)\b")
+_ADDITIVE = re.compile(r"\b(?:also|too|as well|another|additionally)\b")
+_COPULAS = frozenset(["is", "are", "am", "was", "were", "has", "have", "had", "be", "been", "being"])
+_SKIP_BEFORE_VERB = frozenset(["only", "always", "usually", "often", "mostly", "mainly", "generally", "typically"])
 _DISLIKE = re.compile(r"^(?:hates?|dislikes?|detests?|can not stand)$")
 _ATTRIBUTE_NOISE = re.compile(r"\b(?:current|new|old|present|latest|favorite|favourite)\b ?")
 _CLOSED = re.compile(r"\b(?:resolved|fixed|closed|done|finished|completed|solved|merged|shipped)\b")
@@ -93,6 +97,8 @@ class FactShape:
     subject: str
     slot: str | None
     slot_value: frozenset[str]
+    verb: str = ""  # the stem of the main verb after the subject ("drive"), "" for a copula
+    changed: bool = False  # says the old state is over: "now", "these days", "switched to", "instead"
 
 
 def normalize(text: str) -> str:
@@ -132,7 +138,16 @@ def shape(text: str) -> FactShape:
     stems = _stems(plain)
     values = frozenset(w for w in stems if TYPED_VALUE.match(w))
     subject, slot, slot_value, dislike = _slot(plain)
-    return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value)
+    changed = bool(_CHANGE.search(text.lower())) and not _ADDITIVE.search(text.lower())
+    return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value, _main_verb(plain), changed)
+
+
+def _main_verb(plain: str) -> str:
+    words = plain.split()
+    rest = words[2:] if words and words[0].endswith("'s") else words[1:]
+    while rest and rest[0] in _SKIP_BEFORE_VERB:
+        rest = rest[1:]
+    return "" if not rest or rest[0] in _COPULAS else _stem(rest[0])
 
 
 def _slot(plain: str) -> tuple[str, str | None, frozenset[str], bool]:
@@ -235,6 +250,9 @@ def _replaces(new: FactShape, old: FactShape) -> str:
             return f"new {new.slot}"
     if new.stems == old.stems and new.negative != old.negative:
         return "negated"
+    # "User drives a Tesla now" after "User drives a BMW": the same doing, said to have changed.
+    if new.changed and new.verb and new.verb == old.verb and new.negative == old.negative and new.stems != old.stems:
+        return f"{new.verb} changed"
     # Another number or weekday in the same sentence, but only for the speaker's own routines and
     # counts: in other notes a number is often a name ("note 3", "room 4"), and those are two facts.
     same_but_values = new.stems - new.values == old.stems - old.values
