@@ -236,3 +236,13 @@ def test_a_new_city_finds_the_old_one_among_many_facts(writer: Writer, storage: 
     assert (event, memory) == ("SUPERSEDE", "User moved to Paris last month.")
     [berlin] = [m for m in storage.list_memories("u", MemoryFilters(include_superseded=True), offset=0, limit=100)[0] if "Berlin" in m.text]
     assert berlin.superseded_by is not None
+
+
+def test_forgetting_a_person_also_deletes_past_versions(writer: Writer, storage: SqliteStorage) -> None:
+    say(writer, "u", "My manager is Bob.", "I live in Leeds.")
+    assert say(writer, "u", "My manager is Bob Stone now.")[0][0] == "SUPERSEDE"
+    everything = MemoryFilters(include_superseded=True)
+    assert storage.list_memories("u", everything, offset=0, limit=10)[1] == 3
+    gone = say(writer, "u", "Forget everything about Bob.")
+    assert sorted(gone) == [("DELETE_ENTITY", "User's manager is Bob Stone now."), ("DELETE_ENTITY", "User's manager is Bob.")]
+    assert [m.text for m in storage.list_memories("u", everything, offset=0, limit=10)[0]] == ["User lives in Leeds."]

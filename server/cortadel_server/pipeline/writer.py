@@ -266,25 +266,28 @@ class Writer:
             return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours})
 
     def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray) -> list[Neighbour]:
-        """The current facts decide() should compare the candidate with, best first."""
+        """The current facts decide() should compare the candidate with, best first (for an entity
+        deletion: every fact, past versions included, oldest first)."""
         current = MemoryFilters()
         query = _query(candidate)
         if candidate.intent is Intent.FORGET_ENTITY:
+            # Forgetting someone removes the past versions too, not only what is current.
+            everything = MemoryFilters(include_superseded=True)
             canonical = canonical_entity(query, self.storage.entity_names(user_id))
-            linked = self.storage.memories_for_entities(user_id, [canonical], current, ENTITY_DELETE_LIMIT)
-            texts = self.storage.text_search(user_id, query, current, ENTITY_DELETE_LIMIT)
-            scores = {s.id: s.score for s in [*texts, *linked]}
-        else:
-            # Full-text hits count as candidates without a similarity; the vector arm gives one.
-            scores = {s.id: 0.0 for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
-            by_slot = slot_query(candidate.text) if candidate.intent is Intent.REMEMBER else None
-            if by_slot:
-                scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, by_slot, current, NEIGHBOURS_PER_ARM)})
-            for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
-                scores[hit.id] = max(hit.score, 0.0)
-            same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
-            if same is not None:
-                scores[same.id] = 1.0
+            linked = self.storage.memories_for_entities(user_id, [canonical], everything, ENTITY_DELETE_LIMIT)
+            texts = self.storage.text_search(user_id, query, everything, ENTITY_DELETE_LIMIT)
+            found = self.storage.get_memories(user_id, list(dict.fromkeys(s.id for s in [*texts, *linked])))
+            return [Neighbour(r.id, r.text) for r in sorted(found.values(), key=lambda r: r.created_at)]
+        # Full-text hits count as candidates without a similarity; the vector arm gives one.
+        scores = {s.id: 0.0 for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
+        by_slot = slot_query(candidate.text) if candidate.intent is Intent.REMEMBER else None
+        if by_slot:
+            scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, by_slot, current, NEIGHBOURS_PER_ARM)})
+        for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
+            scores[hit.id] = max(hit.score, 0.0)
+        same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
+        if same is not None:
+            scores[same.id] = 1.0
         records = self.storage.get_memories(user_id, list(scores))
         neighbours = [Neighbour(r.id, r.text, scores[r.id]) for r in records.values() if r.is_current]
         return sorted(neighbours, key=lambda n: -n.score)
