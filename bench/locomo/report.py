@@ -170,7 +170,7 @@ def charts(systems: list[dict[str, Any]], out_dir: Path) -> list[Path]:
         ax.set_ylim(0, 1)
         ax.set_title(f"turn-level recall@10 by category — {ingest} ingestion")
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=4)
     fig.tight_layout()
     paths.append(out_dir / "locomo-recall-by-category.png")
     fig.savefig(paths[-1], dpi=110)
