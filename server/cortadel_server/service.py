@@ -99,6 +99,7 @@ class MemoryService:
         project: str | None = None,
         tags: Sequence[str] = (),
         session_id: str | None = None,
+        at: float | None = None,
         source: str = "add",
     ) -> WriteOutcome:
         return self.writer.add_text(
@@ -112,6 +113,7 @@ class MemoryService:
             tags=list(tags),
             source=source,
             session_id=session_id,
+            at=at,
         )
 
     def add_conversation(

@@ -37,12 +37,14 @@ class CreateMemoryRequest(Request):
     project: str | None = Field(None, description="Project the memory belongs to (extension).")
     tags: list[str] | None = Field(None, description="Tags (extension).")
     session_id: str | None = Field(None, description="Session the memory belongs to (extension).")
+    timestamp: Timestamp = Field(None, description="When the statement was made (extension; default now): its valid time starts then and relative time expressions resolve against it.")
 
 
 class ConversationMessageItem(Request):
     role: str = Field(min_length=1, max_length=20)
     content: str = Field(min_length=1, max_length=50000)
     uuid: str | None = Field(None, description="Turn id; ends up in the fact's source_turn_uuids.")
+    timestamp: Timestamp = Field(None, description="When the turn was said (extension; default now): relative time expressions resolve against it.")
 
 
 class AddConversationRequest(Request):

@@ -96,6 +96,8 @@ class ConversationTurn:
     role: str
     content: str
     uuid: str | None = None
+    #: when the turn was said (Unix seconds); None means now. Time expressions resolve against it.
+    at: float | None = None
 
 
 @dataclass
@@ -184,6 +186,7 @@ class Writer:
         tags: list[str],
         source: str,
         session_id: str | None = None,
+        at: float | None = None,
     ) -> WriteOutcome:
         """One text. With `infer` it runs through the extractor like a one-message conversation the
         user asked to remember (and is stored as written when the extractor finds no statement in
@@ -191,7 +194,7 @@ class Writer:
         stored verbatim, but retractions/resolutions in it are still recognised and it is still
         deduplicated. All results are in `extra["results"]`; the first one is returned."""
         scope = _Scope(user_id, infer, source, app_name, memory_type, dict(metadata), project, tuple(tags), session_id)
-        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock(), UTC))
+        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock() if at is None else at, UTC))
         candidates: list[Candidate] = []
         if infer:
             try:
@@ -221,8 +224,8 @@ class Writer:
     ) -> list[WriteOutcome]:
         """Distil the turns into facts and store each one; [] when nothing was extracted (and
         nothing stored). An extraction outage without fallback gives one ERROR outcome."""
-        now = datetime.fromtimestamp(self.clock(), UTC)
-        timed = [Turn(t.role, t.content, t.uuid, now) for t in turns]
+        now = self.clock()
+        timed = [Turn(t.role, t.content, t.uuid, datetime.fromtimestamp(now if t.at is None else t.at, UTC)) for t in turns]
         try:
             candidates = self.extractor.extract(timed, is_agent_memory=is_agent_memory)
         except ExtractionFailed as exc:

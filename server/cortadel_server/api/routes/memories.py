@@ -57,6 +57,7 @@ def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: 
         project=body.project,
         tags=body.tags or (),
         session_id=body.session_id,
+        at=parse_instant(body.timestamp, "timestamp"),
     )
     return render.created(outcome)
 
@@ -75,7 +76,8 @@ def add_conversation(
     authorize(request, body.user_id)
     outcomes = service.add_conversation(
         body.user_id,
-        [ConversationTurn(m.role, m.content, m.uuid) for m in body.messages],
+        [ConversationTurn(m.role, m.content, m.uuid, parse_instant(m.timestamp, f"messages.{i}.timestamp"))
+         for i, m in enumerate(body.messages)],
         is_agent_memory=bool(body.is_agent_memory),
         tags=body.tags or (),
         project=body.project,
@@ -118,6 +120,7 @@ def search_memories(body: schemas.SearchMemoriesRequest, request: Request, servi
             filters=filters,
             rerank=body.rerank == "cross_encoder",
             token_budget=body.token_budget or None,
+            include_session_arm=body.include_session_arm,
         )
     )
     response = schemas.SearchResponse(query=body.query, results=[render.search_result(h) for h in hits], total=len(hits))
