@@ -4,8 +4,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from cortadel_server.storage.base import ScoredId
+
 #: The constant of reciprocal rank fusion (Cormack et al.): damps the head of each list.
 RRF_K = 60
+
+
+def dense_ranks(found: Sequence[ScoredId]) -> dict[str, int]:
+    """1-based ranks of a best-first list in which equal scores share a rank (1, 1, 2, 3, 3, 4…).
+
+    An arm that scores a group alike (every member of one session) thus gives the group one rank.
+    """
+    ranks: dict[str, int] = {}
+    rank = 0
+    previous: float | None = None
+    for item in found:
+        if item.score != previous:
+            rank += 1
+            previous = item.score
+        ranks.setdefault(item.id, rank)
+    return ranks
+
+
+def fuse_ranks(
+    ranks: Mapping[str, Mapping[str, int]],
+    weights: Mapping[str, float] | None = None,
+    k: int = RRF_K,
+) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion of per-arm ranks: each id scores sum(weight / (k + rank)).
+
+    Ties keep the order in which ids were first seen, arm by arm.
+    """
+    scores: dict[str, float] = {}
+    for arm, arm_ranks in ranks.items():
+        weight = 1.0 if weights is None else weights.get(arm, 1.0)
+        if weight <= 0:
+            continue
+        for memory_id, rank in arm_ranks.items():
+            scores[memory_id] = scores.get(memory_id, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
 
 
 def reciprocal_rank_fusion(
@@ -17,13 +54,30 @@ def reciprocal_rank_fusion(
 
     Ranks are 1-based. Ties keep the order in which ids were first seen, arm by arm.
     """
+    ranks = {arm: {mid: rank for rank, mid in reversed(list(enumerate(ids, start=1)))} for arm, ids in rankings.items()}
+    return fuse_ranks(ranks, weights, k)
+
+
+def score_fusion(
+    found: Mapping[str, Sequence[ScoredId]],
+    weights: Mapping[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """Score-aware fusion: each arm's scores min-max normalised to [0, 1], then a weighted sum.
+
+    Unlike RRF it keeps how far apart an arm's candidates are: a clear BM25 winner stays ahead of
+    a crowd of near-equal cosine neighbours. An arm whose scores are all equal gives each 1.0.
+    """
     scores: dict[str, float] = {}
-    for arm, ids in rankings.items():
+    for arm, items in found.items():
         weight = 1.0 if weights is None else weights.get(arm, 1.0)
-        if weight <= 0:
+        if weight <= 0 or not items:
             continue
-        for rank, memory_id in enumerate(ids, start=1):
-            scores[memory_id] = scores.get(memory_id, 0.0) + weight / (k + rank)
+        values = [item.score for item in items]
+        low, high = min(values), max(values)
+        spread = high - low
+        for item in items:
+            normalised = (item.score - low) / spread if spread > 0 else 1.0
+            scores[item.id] = scores.get(item.id, 0.0) + weight * normalised
     return sorted(scores.items(), key=lambda item: -item[1])
 
 

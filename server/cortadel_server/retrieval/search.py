@@ -1,14 +1,15 @@
-"""Hybrid retrieval: composable arms, one fusion step, an optional cross-encoder rerank.
+"""Hybrid retrieval: composable arms, one fusion step, neighbour context, an optional rerank.
 
 Configuration is data (``SearchConfig`` built from ``ArmConfig``s, with named recipes); each arm
-over-fetches, fusion is a plain function, and every phase is timed into the hit's attributes.
-No LLM is ever called on this path.
+over-fetches, fusion is a plain function, and every phase is timed into the hit's attributes,
+which also say which arms found the hit and at what rank. No LLM is ever called on this path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -17,13 +18,37 @@ import numpy as np
 
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
-from cortadel_server.retrieval.fusion import RRF_K, reciprocal_rank_fusion, trim_to_token_budget
-from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, Storage
+from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
+from cortadel_server.retrieval.context import NeighbourConfig, add_neighbours
+from cortadel_server.retrieval.fusion import (
+    RRF_K,
+    dense_ranks,
+    fuse_ranks,
+    score_fusion,
+    trim_to_token_budget,
+)
+from cortadel_server.retrieval.request import SearchRequest
+from cortadel_server.storage.base import MemoryRecord, ScoredId, Storage
+
+__all__ = [
+    "ARMS",
+    "RECIPES",
+    "Arm",
+    "ArmConfig",
+    "Fusion",
+    "Hit",
+    "NeighbourConfig",
+    "Retriever",
+    "SearchConfig",
+    "SearchRequest",
+]
 
 
-class Arm(str, Enum):
-    TEXT = "text"
-    VECTOR = "vector"
+class Fusion(str, Enum):
+    #: weighted reciprocal rank fusion (ranks only)
+    RRF = "rrf"
+    #: weighted sum of min-max normalised arm scores
+    SCORE = "score"
 
 
 @dataclass(frozen=True)
@@ -37,28 +62,39 @@ class ArmConfig:
 @dataclass(frozen=True)
 class SearchConfig:
     arms: tuple[ArmConfig, ...]
+    fusion: Fusion = Fusion.RRF
     rrf_k: int = RRF_K
     #: how many fused candidates a cross-encoder rescores
     rerank_depth: int = 30
+    #: neighbour context after fusion; None leaves it out
+    neighbours: NeighbourConfig | None = None
+    #: the session arm's settings when a request asks for it and the recipe has none
+    session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.3)
+
+    def for_request(self, request: SearchRequest) -> SearchConfig:
+        """This recipe with the request's switches applied (``include_session_arm``)."""
+        has_session = any(a.arm is Arm.SESSION for a in self.arms)
+        if request.include_session_arm and not has_session:
+            return dataclasses.replace(self, arms=(*self.arms, self.session_arm))
+        if request.include_session_arm is False and has_session:
+            return dataclasses.replace(self, arms=tuple(a for a in self.arms if a.arm is not Arm.SESSION))
+        return self
 
 
-HYBRID = SearchConfig(arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR)))
+#: The default. Measured on LoCoMo (dev half, raw turns with session ids, wordllama; see
+#: docs/benchmarks.md): score-aware fusion keeps BM25's margin where equal-weight RRF let the weak
+#: static-embedding arm drag good hits down; the session arm and one hit's neighbours add the
+#: episode around the words that matched.
+HYBRID = SearchConfig(
+    arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.2), ArmConfig(Arm.SESSION, weight=0.3)),
+    fusion=Fusion.SCORE,
+    neighbours=NeighbourConfig(depth=1, window=1, share=0.2),
+)
 TEXT_ONLY = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
 VECTOR_ONLY = SearchConfig(arms=(ArmConfig(Arm.VECTOR),))
 
 #: request ``mode`` → recipe
 RECIPES: Mapping[str, SearchConfig] = {"hybrid": HYBRID, "text": TEXT_ONLY, "vector": VECTOR_ONLY}
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    user_id: str
-    query: str
-    top_k: int = 10
-    mode: str = "hybrid"
-    filters: MemoryFilters = MemoryFilters()
-    rerank: bool = False
-    token_budget: int | None = None
 
 
 @dataclass
@@ -69,31 +105,8 @@ class Hit:
     attributes: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ArmContext:
-    storage: Storage
-    request: SearchRequest
-    query_vector: Callable[[], np.ndarray]
-
-
-ArmFn = Callable[[ArmContext, int], list[ScoredId]]
-
-
-def text_arm(ctx: ArmContext, limit: int) -> list[ScoredId]:
-    """BM25 over the full-text index."""
-    return ctx.storage.text_search(ctx.request.user_id, ctx.request.query, ctx.request.filters, limit)
-
-
-def vector_arm(ctx: ArmContext, limit: int) -> list[ScoredId]:
-    """Cosine nearest neighbours of the embedded query."""
-    return ctx.storage.vector_search(ctx.request.user_id, ctx.query_vector(), ctx.request.filters, limit)
-
-
-ARMS: dict[Arm, ArmFn] = {Arm.TEXT: text_arm, Arm.VECTOR: vector_arm}
-
-
 class Retriever:
-    """Runs a search request through the arms of its recipe, fuses, reranks and trims."""
+    """Runs a search request through the arms of its recipe, fuses, adds context, reranks and trims."""
 
     def __init__(self, storage: Storage, embedder: Embedder, reranker: Reranker | None = None) -> None:
         self.storage = storage
@@ -101,7 +114,7 @@ class Retriever:
         self.reranker = reranker
 
     def search(self, request: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
-        config = config or RECIPES[request.mode]
+        config = (config or RECIPES[request.mode]).for_request(request)
         timings: dict[str, float] = {}
         vector_cache: list[np.ndarray] = []
 
@@ -112,28 +125,36 @@ class Retriever:
                 timings["embed_ms"] = _ms(started)
             return vector_cache[0]
 
-        ctx = ArmContext(self.storage, request, query_vector)
-        rankings: dict[str, list[str]] = {}
+        ctx = ArmContext(self.storage, request, query_vector, time.time())
+        found: dict[str, list[ScoredId]] = {}
         for arm_config in config.arms:
             started = time.perf_counter()
-            found = ARMS[arm_config.arm](ctx, max(arm_config.limit, request.top_k))
+            found[arm_config.arm.value] = ARMS[arm_config.arm](ctx, max(arm_config.limit, request.top_k))
             timings[f"{arm_config.arm.value}_ms"] = _ms(started)
-            rankings[arm_config.arm.value] = [s.id for s in found]
 
-        fused = reciprocal_rank_fusion(
-            rankings, {a.arm.value: a.weight for a in config.arms}, k=config.rrf_k
-        )
-        positions = {arm: {mid: i for i, mid in enumerate(ids, start=1)} for arm, ids in rankings.items()}
+        started = time.perf_counter()
+        weights = {a.arm.value: a.weight for a in config.arms}
+        ranks = {arm: dense_ranks(items) for arm, items in found.items()}
+        if config.fusion is Fusion.SCORE:
+            fused = score_fusion(found, weights)
+        else:
+            fused = fuse_ranks(ranks, weights, k=config.rrf_k)
         depth = max(request.top_k, config.rerank_depth if request.rerank else 0)
-        head = fused[:depth]
-        records = self.storage.get_memories(request.user_id, [mid for mid, _ in head])
+        records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:depth]])
+        lent: dict[str, str] = {}
+        if config.neighbours is not None and fused:
+            fused, lent = self._add_neighbours(ctx, fused, records, config.neighbours)
+            missing = [mid for mid, _ in fused[:depth] if mid not in records]
+            records.update(self.storage.get_memories(request.user_id, missing))
+        timings["fusion_ms"] = _ms(started)
+
         hits = [
             Hit(
                 memory=records[mid],
                 score=score,
-                ranks={arm: pos[mid] for arm, pos in positions.items() if mid in pos},
+                ranks={arm: arm_ranks[mid] for arm, arm_ranks in ranks.items() if mid in arm_ranks},
             )
-            for mid, score in head
+            for mid, score in fused[:depth]
             if mid in records
         ]
         rerank_attrs = self._rerank(request, hits, timings) if request.rerank else {}
@@ -143,11 +164,24 @@ class Retriever:
         for hit in hits:
             hit.attributes = {
                 "arms": {arm: {"rank": rank} for arm, rank in hit.ranks.items()},
+                **({"context_of": lent[hit.memory.id]} if hit.memory.id in lent else {}),
                 **rerank_attrs,
                 **({"rerank_score": hit.attributes["rerank_score"]} if "rerank_score" in hit.attributes else {}),
                 "timings_ms": timings,
             }
         return hits
+
+    def _add_neighbours(
+        self,
+        ctx: ArmContext,
+        fused: list[tuple[str, float]],
+        records: dict[str, MemoryRecord],
+        config: NeighbourConfig,
+    ) -> tuple[list[tuple[str, float]], dict[str, str]]:
+        head = [mid for mid, _ in fused[: config.depth] if mid in records]
+        session_of = {mid: records[mid].session_id for mid in head}
+        members = ctx.session_members(sorted({s for s in session_of.values() if s is not None}))
+        return add_neighbours(fused, session_of, members, config)
 
     def _rerank(self, request: SearchRequest, hits: list[Hit], timings: dict[str, float]) -> dict[str, Any]:
         if self.reranker is None:

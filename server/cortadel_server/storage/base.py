@@ -65,7 +65,8 @@ class MemoryFilters:
     """Which of a user's memories an operation sees. The default: current facts only.
 
     ``as_of`` (valid time) and ``known_at`` (record time) turn the filter into a point-in-time
-    view; either one lifts the current-only rule for the past it asks about.
+    view; either one lifts the current-only rule for the past it asks about. ``valid_between``
+    keeps the facts whose valid time (``valid_at``, else ``created_at``) lies in ``[start, end)``.
     """
 
     session_id: str | None = None
@@ -78,6 +79,7 @@ class MemoryFilters:
     as_of: float | None = None
     known_at: float | None = None
     ids: tuple[str, ...] = ()
+    valid_between: tuple[float, float] | None = None
 
     @property
     def current_only(self) -> bool:
@@ -88,7 +90,7 @@ class MemoryFilters:
         """True when anything beyond the current-facts rule restricts the rows."""
         return bool(
             self.session_id or self.memory_type or self.app_name or self.project or self.tag
-            or self.categories or self.ids or not self.current_only
+            or self.categories or self.ids or self.valid_between or not self.current_only
         )
 
 
@@ -189,6 +191,17 @@ class Storage(abc.ABC):
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
     ) -> list[ScoredId]:
         """Nearest neighbours by cosine similarity; higher score is better."""
+
+    @abc.abstractmethod
+    def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
+        """BM25 over the user's session documents (each session's member texts, kept at write
+        time); the ids are session ids, higher score is better."""
+
+    @abc.abstractmethod
+    def session_members(
+        self, user_id: str, session_ids: Sequence[str], filters: MemoryFilters
+    ) -> dict[str, list[str]]:
+        """The memories of each session that pass ``filters``, in write order (oldest first)."""
 
     # -- history ---------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -119,6 +119,43 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        "0002_session_docs",
+        """
+        -- One document per (user, session): its members' texts in write order, kept up to date by
+        -- the storage layer on every write. The session arm ranks these and expands to members.
+        CREATE TABLE session_docs (
+            rowid INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            user_key TEXT NOT NULL,
+            text TEXT NOT NULL,
+            UNIQUE (user_id, session_id)
+        );
+        CREATE VIRTUAL TABLE session_docs_fts USING fts5(
+            text, user_key, content='session_docs', content_rowid='rowid', tokenize='porter unicode61'
+        );
+        CREATE TRIGGER session_docs_fts_insert AFTER INSERT ON session_docs BEGIN
+            INSERT INTO session_docs_fts(rowid, text, user_key) VALUES (new.rowid, new.text, new.user_key);
+        END;
+        CREATE TRIGGER session_docs_fts_delete AFTER DELETE ON session_docs BEGIN
+            INSERT INTO session_docs_fts(session_docs_fts, rowid, text, user_key)
+                VALUES ('delete', old.rowid, old.text, old.user_key);
+        END;
+        CREATE TRIGGER session_docs_fts_update AFTER UPDATE OF text ON session_docs BEGIN
+            INSERT INTO session_docs_fts(session_docs_fts, rowid, text, user_key)
+                VALUES ('delete', old.rowid, old.text, old.user_key);
+            INSERT INTO session_docs_fts(rowid, text, user_key) VALUES (new.rowid, new.text, new.user_key);
+        END;
+        -- Members in write order, for expansion and neighbour context.
+        CREATE INDEX memories_user_session_created ON memories(user_id, session_id, created_at, rowid);
+        INSERT INTO session_docs(user_id, session_id, user_key, text)
+            SELECT user_id, session_id, user_key, group_concat(text, char(10))
+            FROM (SELECT user_id, session_id, user_key, text FROM memories
+                  WHERE session_id IS NOT NULL ORDER BY user_id, session_id, created_at, rowid)
+            GROUP BY user_id, session_id;
+        """,
+    ),
 )
 
 

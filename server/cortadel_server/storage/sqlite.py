@@ -238,6 +238,12 @@ class SqliteStorage(Storage):
             self._exec(
                 f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", values
             )
+            if memory.session_id is not None:
+                self._exec(
+                    "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || char(10) || excluded.text",
+                    (memory.user_id, memory.session_id, values["user_key"], memory.text),
+                )
             self._bump(memory.user_id)
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
@@ -247,10 +253,13 @@ class SqliteStorage(Storage):
         values = {k: json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()}
         assignments = ", ".join(f"{k} = :{k}" for k in values)
         with self.write():
+            touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
             self._exec(
                 f"UPDATE memories SET {assignments} WHERE user_id = :_user AND id = :_id",
                 {**values, "_user": user_id, "_id": memory_id},
             )
+            if touched or fields.get("session_id"):
+                self._rebuild_session_docs(user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
             self._bump(user_id)
 
     @staticmethod
@@ -295,6 +304,9 @@ class SqliteStorage(Storage):
                 clauses.append(f"({p}expired_at IS NULL OR {p}invalid_at IS NOT NULL)")
         if filters.current_only:
             clauses.append(f"{p}expired_at IS NULL AND {p}invalid_at IS NULL")
+        if filters.valid_between is not None:
+            clauses.append(f"COALESCE({p}valid_at, {p}created_at) >= ? AND COALESCE({p}valid_at, {p}created_at) < ?")
+            params += list(filters.valid_between)
         for column in ("session_id", "memory_type", "app_name", "project"):
             value = getattr(filters, column)
             if value is not None:
@@ -347,6 +359,7 @@ class SqliteStorage(Storage):
             if not existing:
                 return 0
             found = json.dumps(existing)
+            sessions = self._sessions_of(user_id, existing)
             self._exec("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?", (found, user_id))
             self._exec("DELETE FROM memory_events WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             self._exec("DELETE FROM memory_entities WHERE memory_id IN (SELECT value FROM json_each(?))", (found,))
@@ -356,8 +369,63 @@ class SqliteStorage(Storage):
                 "DELETE FROM entities WHERE user_id = ? AND id NOT IN (SELECT entity_id FROM memory_entities)",
                 (user_id,),
             )
+            # Session documents are rebuilt from the members left: deleted text leaves them too.
+            self._rebuild_session_docs(user_id, sessions)
             self._bump(user_id)
             return len(existing)
+
+    # -- session documents -----------------------------------------------------------------------
+    def _sessions_of(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        rows = self._rows(
+            "SELECT DISTINCT session_id FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
+            "AND +user_id = ? AND session_id IS NOT NULL",
+            (json.dumps(list(ids)), user_id),
+        )
+        return [r[0] for r in rows]
+
+    def _rebuild_session_docs(self, user_id: str, session_ids: Sequence[str]) -> None:
+        """Recompute the documents of these sessions from their members; drop the empty ones."""
+        for session_id in dict.fromkeys(session_ids):
+            texts = [r[0] for r in self._rows(
+                "SELECT text FROM memories WHERE user_id = ? AND session_id = ? ORDER BY created_at, rowid",
+                (user_id, session_id),
+            )]
+            if not texts:
+                self._exec("DELETE FROM session_docs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+                continue
+            self._exec(
+                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
+                (user_id, session_id, user_key(user_id), "\n".join(texts)),
+            )
+
+    def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        rows = self._rows(
+            "SELECT d.session_id, bm25(session_docs_fts, 1.0, 0.0) AS rank FROM session_docs_fts "
+            "JOIN session_docs d ON d.rowid = session_docs_fts.rowid "
+            "WHERE session_docs_fts MATCH ? ORDER BY rank LIMIT ?",
+            (f"user_key:{user_key(user_id)} AND ({match})", limit),
+        )
+        return [ScoredId(session_id, -rank) for session_id, rank in rows]
+
+    def session_members(
+        self, user_id: str, session_ids: Sequence[str], filters: MemoryFilters
+    ) -> dict[str, list[str]]:
+        if not session_ids:
+            return {}
+        where, params = self._where(user_id, filters)
+        rows = self._rows(
+            f"SELECT session_id, id FROM memories WHERE {where} "
+            "AND session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, created_at, rowid",
+            [*params, json.dumps(list(session_ids))],
+        )
+        members: dict[str, list[str]] = {}
+        for session_id, memory_id in rows:
+            members.setdefault(session_id, []).append(memory_id)
+        return members
 
     # -- retrieval arms --------------------------------------------------------------------------
     def text_search(self, user_id: str, query: str, filters: MemoryFilters, limit: int) -> list[ScoredId]:

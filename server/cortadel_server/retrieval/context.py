@@ -1,0 +1,48 @@
+"""Neighbour context: the turns around a strong hit, from the same session, as extra evidence.
+
+    add_neighbours([("m2", 0.9)], {"m2": "s1"}, {"s1": ["m1", "m2", "m3"]}, NeighbourConfig(share=0.5))
+    # ([("m2", 0.9), ("m1", 0.45), ("m3", 0.45)], {"m1": "m2", "m3": "m2"})
+
+An answer often sits next to the turn that matches the question's words (a question and its
+reply). A pure function over fused scores; the retriever fetches the sessions it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NeighbourConfig:
+    #: how many of the best fused hits lend context to their neighbours
+    depth: int = 5
+    #: how many memories either side, in the session's write order
+    window: int = 1
+    #: the part of a hit's score a neighbour at distance 1 receives (share**d at distance d)
+    share: float = 0.5
+
+
+def add_neighbours(
+    fused: Sequence[tuple[str, float]],
+    session_of: Mapping[str, str | None],
+    members: Mapping[str, Sequence[str]],
+    config: NeighbourConfig,
+) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """Give each neighbour of the top ``config.depth`` hits a share of that hit's score (added to
+    its own), re-sort, and say which hit lent each neighbour its context."""
+    scores = dict(fused)
+    lent: dict[str, str] = {}
+    for memory_id, score in fused[: config.depth]:
+        session = session_of.get(memory_id)
+        order = members.get(session, ()) if session is not None else ()
+        if memory_id not in order:
+            continue
+        at = order.index(memory_id)
+        for distance in range(1, config.window + 1):
+            for other in (at - distance, at + distance):
+                if 0 <= other < len(order):
+                    neighbour = order[other]
+                    scores[neighbour] = scores.get(neighbour, 0.0) + score * config.share**distance
+                    lent.setdefault(neighbour, memory_id)
+    return sorted(scores.items(), key=lambda item: -item[1]), lent

@@ -1,0 +1,271 @@
+"""Each retrieval arm and stage alone, on a real SQLite file with the real wordllama embedder.
+
+Fusion functions and neighbour context are pure and tested with exact numbers; the arms and the
+retriever are tested by the rankings they give over small, hand-written stores.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+import pytest
+
+from cortadel_server.providers.embedding import WordLlamaEmbedder
+from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
+from cortadel_server.retrieval.context import NeighbourConfig, add_neighbours
+from cortadel_server.retrieval.fusion import dense_ranks, fuse_ranks, score_fusion
+from cortadel_server.retrieval.search import (
+    HYBRID,
+    ArmConfig,
+    Fusion,
+    Retriever,
+    SearchConfig,
+    SearchRequest,
+)
+from cortadel_server.storage.base import (
+    EntityMention,
+    MemoryFilters,
+    MemoryRecord,
+    ScoredId,
+)
+from cortadel_server.storage.migrations import MIGRATIONS, migrate
+from cortadel_server.storage.sqlite import SqliteStorage, user_key
+from cortadel_server.text import fingerprint
+
+
+@pytest.fixture(scope="module")
+def embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordLlamaEmbedder]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield WordLlamaEmbedder()
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[SqliteStorage]:
+    storage = SqliteStorage(tmp_path / "arms.db")
+    yield storage
+    storage.close()
+
+
+class Writer:
+    """Inserts memories the way the pipeline does (embedded text, increasing created_at)."""
+
+    def __init__(self, store: SqliteStorage, embedder: WordLlamaEmbedder) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.clock = 1_700_000_000.0
+
+    def add(self, user: str, text: str, session: str | None = None, **fields: object) -> str:
+        self.clock += 1
+        record = MemoryRecord(id=str(uuid.uuid4()), user_id=user, text=text, created_at=self.clock,
+                              fingerprint=fingerprint(text), session_id=session, **fields)  # type: ignore[arg-type]
+        self.store.insert_memory(record, self.embedder.embed([text])[0])
+        return record.id
+
+
+@pytest.fixture()
+def writer(store: SqliteStorage, embedder: WordLlamaEmbedder) -> Writer:
+    return Writer(store, embedder)
+
+
+def run_arm(store: SqliteStorage, embedder: WordLlamaEmbedder, arm: Arm, query: str, user: str = "u",
+            filters: MemoryFilters | None = None, now: float | None = None) -> list[ScoredId]:
+    request = SearchRequest(user, query, filters=filters or MemoryFilters())
+    ctx = ArmContext(store, request, lambda: embedder.embed([query])[0], now or time.time())
+    return ARMS[arm](ctx, 20)
+
+
+# -- fusion -----------------------------------------------------------------------------------------
+def test_dense_ranks_share_a_rank_between_equal_scores() -> None:
+    found = [ScoredId("a", 3.0), ScoredId("b", 3.0), ScoredId("c", 2.0), ScoredId("d", 1.0), ScoredId("e", 1.0)]
+    assert dense_ranks(found) == {"a": 1, "b": 1, "c": 2, "d": 3, "e": 3}
+
+
+def test_fuse_ranks_weighs_each_arm() -> None:
+    fused = dict(fuse_ranks({"text": {"a": 1, "b": 2}, "session": {"a": 1, "b": 1, "c": 1}}, {"text": 1.0, "session": 0.5}, k=10))
+    assert fused["a"] == pytest.approx(1 / 11 + 0.5 / 11)
+    assert fused["b"] == pytest.approx(1 / 12 + 0.5 / 11)
+    assert fused["c"] == pytest.approx(0.5 / 11)
+
+
+def test_score_fusion_keeps_the_margin_of_a_clear_winner() -> None:
+    text = [ScoredId("a", 9.0), ScoredId("b", 3.0), ScoredId("c", 1.0)]
+    vector = [ScoredId("c", 0.62), ScoredId("b", 0.61), ScoredId("a", 0.60)]
+    fused = score_fusion({"text": text, "vector": vector}, {"text": 1.0, "vector": 0.2})
+    assert [mid for mid, _ in fused] == ["a", "b", "c"]
+    assert dict(fused) == pytest.approx({"a": 1.0, "b": 0.25 + 0.1, "c": 0.2})
+    # Equal-weight RRF over the same lists sees three near-ties: the margin is gone.
+    rrf = dict(fuse_ranks({"text": dense_ranks(text), "vector": dense_ranks(vector)}))
+    assert rrf["a"] == pytest.approx(rrf["c"]) and rrf["a"] / rrf["b"] < 1.001
+    # One score for all: each gets the full weight.
+    assert score_fusion({"session": [ScoredId("x", 4.0), ScoredId("y", 4.0)]}, {"session": 0.3}) == [("x", 0.3), ("y", 0.3)]
+
+
+# -- neighbour context ------------------------------------------------------------------------------
+def test_neighbours_get_a_share_of_their_hits_score() -> None:
+    fused = [("m2", 1.0), ("x", 0.5), ("m4", 0.12)]
+    sessions = {"m2": "s1", "x": None, "m4": "s1"}
+    members = {"s1": ["m1", "m2", "m3", "m4", "m5"]}
+    out, lent = add_neighbours(fused, sessions, members, NeighbourConfig(depth=1, window=2, share=0.2))
+    assert out == [("m2", 1.0), ("x", 0.5), ("m1", pytest.approx(0.2)), ("m3", pytest.approx(0.2)),
+                   ("m4", pytest.approx(0.16))]
+    assert lent == {"m1": "m2", "m3": "m2", "m4": "m2"}
+    # depth 0 leaves the list as it was
+    assert add_neighbours(fused, sessions, members, NeighbourConfig(depth=0)) == (fused, {})
+
+
+# -- session documents (storage) --------------------------------------------------------------------
+def _doc(store: SqliteStorage, user: str, session: str) -> str | None:
+    rows = store._rows("SELECT text FROM session_docs WHERE user_id = ? AND session_id = ?", (user, session))
+    return rows[0][0] if rows else None
+
+
+def test_session_documents_follow_inserts_updates_and_deletes(store: SqliteStorage, writer: Writer) -> None:
+    first = writer.add("u", "We planned a hiking trip.", "s1")
+    second = writer.add("u", "The Alps in August, I hope.", "s1")
+    writer.add("u", "Groceries: oat milk.", "s2")
+    writer.add("u", "No session here.")
+    assert _doc(store, "u", "s1") == "We planned a hiking trip.\nThe Alps in August, I hope."
+    assert [s.id for s in store.session_search("u", "hiking alps", 5)] == ["s1"]
+    store.update_memory("u", second, text="The Dolomites in August.")
+    assert _doc(store, "u", "s1") == "We planned a hiking trip.\nThe Dolomites in August."
+    assert store.session_search("u", "alps", 5) == []
+    assert store.delete_memories("u", [first]) == 1
+    assert _doc(store, "u", "s1") == "The Dolomites in August."
+    store.delete_memories("u", [second])
+    assert _doc(store, "u", "s1") is None
+    assert store.session_search("u", "dolomites", 5) == []
+    assert store._rows("SELECT count(*) FROM session_docs_fts WHERE session_docs_fts MATCH 'dolomites'") == [(0,)]
+
+
+def test_session_search_and_members_are_user_scoped_and_filtered(store: SqliteStorage, writer: Writer) -> None:
+    now = time.time()
+    kept = writer.add("alice", "Alice booked the ferry to Crete.", "trip")
+    writer.add("alice", "Alice booked the ferry to Rhodes.", "trip", invalid_at=now, expired_at=now, state="superseded")
+    writer.add("bob", "Bob booked the ferry to Crete.", "trip")
+    assert [s.id for s in store.session_search("alice", "ferry crete", 5)] == ["trip"]
+    assert store.session_search("carol", "ferry crete", 5) == []
+    assert store.session_members("alice", ["trip", "none"], MemoryFilters()) == {"trip": [kept]}
+    assert len(store.session_members("alice", ["trip"], MemoryFilters(include_superseded=True))["trip"]) == 2
+
+
+def test_migration_builds_session_documents_for_existing_memories(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    conn.execute(MIGRATIONS[0].sql)
+    conn.execute("INSERT INTO schema_migrations VALUES (?, datetime('now'))", (MIGRATIONS[0].name,))
+    for rowid, (text, session, created) in enumerate(
+        [("second turn", "s1", 2.0), ("first turn", "s1", 1.0), ("loose fact", None, 3.0)], start=1
+    ):
+        conn.execute(
+            "INSERT INTO memories(rowid, id, user_id, user_key, text, fingerprint, session_id, created_at) "
+            "VALUES (?, ?, 'u', ?, ?, '', ?, ?)",
+            (rowid, f"m{rowid}", user_key("u"), text, session, created),
+        )
+    assert migrate(conn) == ["0002_session_docs"]
+    conn.close()
+    store = SqliteStorage(path)
+    assert _doc(store, "u", "s1") == "first turn\nsecond turn"
+    assert [s.id for s in store.session_search("u", "turn", 5)] == ["s1"]
+    store.close()
+
+
+# -- the arms ---------------------------------------------------------------------------------------
+def test_session_arm_ranks_the_episode_whose_words_are_spread_over_turns(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    plan = [writer.add("u", "Let's plan the hiking trip.", "s1"), writer.add("u", "Sure, the Alps sound great.", "s1"),
+            writer.add("u", "I'll book the train.", "s1")]
+    other = [writer.add("u", "The Alps were on TV last night.", "s2"), writer.add("u", "Nice documentary.", "s2")]
+    found = run_arm(store, embedder, Arm.SESSION, "hiking in the Alps")
+    # s1 holds both words, s2 one: all of s1 first, sharing one score, in write order.
+    assert [s.id for s in found] == plan + other
+    assert dense_ranks(found) == {plan[0]: 1, plan[1]: 1, plan[2]: 1, other[0]: 2, other[1]: 2}
+
+
+def test_entity_arm_finds_facts_linked_to_the_named_entity(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    carol = writer.add("u", "She joined Initech as a designer.")
+    both = writer.add("u", "Carol and Dave met at the office.")
+    writer.add("u", "Dave likes chess.")
+    store.link_entities("u", carol, [EntityMention("Carol", "person", "carol")])
+    store.link_entities("u", both, [EntityMention("Carol", "person", "carol"), EntityMention("Dave", "person", "dave")])
+    found = run_arm(store, embedder, Arm.ENTITY, "Where does Carol work?")
+    assert {s.id for s in found} == {carol, both}
+    assert run_arm(store, embedder, Arm.ENTITY, "Did Carol meet Dave?")[0].id == both
+    assert run_arm(store, embedder, Arm.ENTITY, "Where does Erin work?") == []
+    assert run_arm(store, embedder, Arm.ENTITY, "Where does Carol work?", user="other") == []
+
+
+def test_time_arm_keeps_facts_valid_in_the_named_window(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    def at(y: int, m: int, d: int) -> float:
+        return datetime(y, m, d, tzinfo=UTC).timestamp()
+
+    may_concert = writer.add("u", "Went to a jazz concert.", valid_at=at(2023, 5, 14))
+    may_walk = writer.add("u", "Long walk by the river.", valid_at=at(2023, 5, 20))
+    june_concert = writer.add("u", "Went to a rock concert.", valid_at=at(2023, 6, 2))
+    now = at(2024, 1, 10)
+    found = run_arm(store, embedder, Arm.TIME, "Which concert did I go to in May 2023?", now=now)
+    assert [s.id for s in found] == [may_concert, may_walk]      # BM25 hit first, the rest by cosine
+    last_year = run_arm(store, embedder, Arm.TIME, "concert last year", now=now)
+    assert {s.id for s in last_year[:2]} == {may_concert, june_concert} and last_year[2].id == may_walk
+    assert run_arm(store, embedder, Arm.TIME, "Which concert did I go to?", now=now) == []
+
+
+# -- the retriever ----------------------------------------------------------------------------------
+def test_default_recipe_adds_the_answer_next_to_the_matching_turn(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    writer.add("u", "Caroline: How was your weekend?", "s1")
+    question = writer.add("u", "Melanie: Where did you go for the pottery workshop?", "s1")
+    answer = writer.add("u", "Caroline: Lisbon! The tiles there were lovely.", "s1")
+    writer.add("u", "Caroline: My cat knocked over a vase.", "s2")
+    retriever = Retriever(store, embedder)
+    hits = retriever.search(SearchRequest("u", "pottery workshop"))
+    assert [h.memory.id for h in hits][:2] == [question, answer]
+    assert hits[0].attributes["arms"]["text"] == {"rank": 1}
+    assert hits[0].attributes["arms"]["session"] == {"rank": 1}
+    assert hits[1].attributes["context_of"] == question
+    assert "text" not in hits[1].attributes["arms"]
+    assert set(hits[0].attributes["timings_ms"]) >= {"text_ms", "vector_ms", "session_ms", "fusion_ms"}
+    # Without neighbours and the session arm, BM25 alone never reaches the answer turn's words.
+    plain = retriever.search(SearchRequest("u", "pottery workshop", mode="text"))
+    assert [h.memory.id for h in plain] == [question]
+
+
+def test_include_session_arm_switches_the_arm_on_and_off(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    ids = [writer.add("u", "Planning the garden.", "g"), writer.add("u", "Tomatoes by the wall.", "g")]
+    retriever = Retriever(store, embedder)
+    text_only = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
+    assert [h.memory.id for h in retriever.search(SearchRequest("u", "garden"), text_only)] == ids[:1]
+    with_session = retriever.search(SearchRequest("u", "garden", include_session_arm=True), text_only)
+    assert [h.memory.id for h in with_session] == ids
+    assert with_session[1].attributes["arms"] == {"session": {"rank": 1}}
+    without = HYBRID.for_request(SearchRequest("u", "garden", include_session_arm=False))
+    assert [a.arm for a in without.arms] == [Arm.TEXT, Arm.VECTOR]
+    assert HYBRID.for_request(SearchRequest("u", "garden")) is HYBRID
+
+
+def test_default_recipe_keeps_current_facts_only_and_one_hit_per_memory(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    now = time.time()
+    new = writer.add("u", "User lives in Porto.", "move")
+    writer.add("u", "User lives in Braga.", "move", invalid_at=now, expired_at=now, state="superseded")
+    near = writer.add("u", "User likes the river in Porto.", "move")
+    writer.add("v", "User lives in Porto too.", "move")
+    hits = Retriever(store, embedder).search(SearchRequest("u", "where does the user live Porto"))
+    ids = [h.memory.id for h in hits]
+    assert sorted(ids) == sorted([new, near]) and ids[0] == new
+    assert len(ids) == len(set(ids))
+    scoped = Retriever(store, embedder).search(SearchRequest("u", "Porto", filters=MemoryFilters(session_id="other")))
+    assert scoped == []
+
+
+def test_score_fusion_is_selectable_per_config(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    strong = writer.add("u", "The invoice number is 4471 for the boiler repair.")
+    writer.add("u", "Paid the plumber.")
+    config = SearchConfig(arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.2)), fusion=Fusion.SCORE)
+    hits = Retriever(store, embedder).search(SearchRequest("u", "boiler invoice"), config)
+    assert hits[0].memory.id == strong
+    assert 1.0 <= hits[0].score <= 1.2      # BM25's best (1.0) plus at most the vector arm's weight
+    assert 0.0 <= hits[1].score <= 0.2      # no word in common: the vector arm's share only
