@@ -110,7 +110,7 @@ async def test_list_tools_names_and_input_schemas(server: ServerProcess, user: s
     messages = schemas["add_conversation"]["properties"]["messages"]
     assert (messages["minItems"], messages["maxItems"]) == (1, 500)
     assert messages["items"]["required"] == ["role", "content"]
-    assert sorted(messages["items"]["properties"]) == ["content", "role", "uuid"]
+    assert sorted(messages["items"]["properties"]) == ["content", "role", "timestamp", "uuid"]
     assert schemas["add_memories"]["properties"]["memories"]["items"] == {"type": "string", "minLength": 1, "maxLength": 50000}
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["add_memories"].annotations.read_only_hint is False
