@@ -59,18 +59,24 @@ class BenchClient:
         response = await self._http.get("/api/health")
         return response.json()
 
-    async def add(self, user_id: str, text: str, *, infer: bool = False, metadata: Mapping[str, Any] | None = None, app: str | None = None) -> dict[str, Any]:
+    async def add(self, user_id: str, text: str, *, infer: bool = False, metadata: Mapping[str, Any] | None = None, app: str | None = None,
+                  timestamp: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"user_id": user_id, "text": text, "infer": infer}
         if metadata is not None:
             body["metadata"] = dict(metadata)
         if app is not None:
             body["app"] = app
+        if timestamp is not None:
+            body["timestamp"] = timestamp
         return await self._call("POST", MEMORIES, json=body)
 
-    async def add_conversation(self, user_id: str, messages: Sequence[Mapping[str, str]], *, session_id: str | None = None) -> dict[str, Any]:
+    async def add_conversation(self, user_id: str, messages: Sequence[Mapping[str, str]], *, session_id: str | None = None,
+                               is_agent_memory: bool | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"user_id": user_id, "messages": list(messages)}
         if session_id is not None:
             body["session_id"] = session_id
+        if is_agent_memory is not None:
+            body["is_agent_memory"] = is_agent_memory
         return await self._call("POST", f"{MEMORIES}/from-conversation", json=body)
 
     async def search(self, user_id: str, query: str, *, top_k: int = 10, mode: str = "hybrid", rerank: str | None = None) -> tuple[list[dict[str, Any]], float]:
