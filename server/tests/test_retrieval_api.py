@@ -1,4 +1,4 @@
-"""Retrieval over HTTP: the session arm switch, explainable attributes, neighbour context."""
+"""Retrieval over HTTP: the session arm switch, explainable attributes, the reply to a question."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from test_api_memories import add, search
 
 
 def test_include_session_arm_expands_to_the_sessions_members(api: httpx.Client, user: str) -> None:
-    plan = add(api, user, "Let's plan the garden this spring.", session_id="garden")["id"]
     tomatoes = add(api, user, "Tomatoes go by the south wall.", session_id="garden")["id"]
+    plan = add(api, user, "Let's plan the garden this spring.", session_id="garden")["id"]
     add(api, user, "The car needs new tyres.", session_id="car")
     plain = search(api, user, "garden", mode="text")
     assert [r["id"] for r in plain["results"]] == [plan]
@@ -18,7 +18,7 @@ def test_include_session_arm_expands_to_the_sessions_members(api: httpx.Client, 
     assert expanded["results"][1]["text_rank"] is None
 
 
-def test_default_search_explains_each_hit_and_adds_the_neighbouring_turn(api: httpx.Client, user: str) -> None:
+def test_default_search_explains_each_hit_and_finds_the_reply(api: httpx.Client, user: str) -> None:
     asked = add(api, user, "Melanie: Where did you go for the pottery workshop?", session_id="s1")["id"]
     answer = add(api, user, "Caroline: Lisbon! The tiles there were lovely.", session_id="s1")["id"]
     add(api, user, "Caroline: My cat knocked over a vase.", session_id="s2")
@@ -28,7 +28,7 @@ def test_default_search_explains_each_hit_and_adds_the_neighbouring_turn(api: ht
     assert results[0]["text_rank"] == 1
     assert results[0]["attributes"]["arms"]["text"] == {"rank": 1}
     assert results[0]["attributes"]["arms"]["session"] == {"rank": 1}
-    assert results[1]["attributes"]["context_of"] == asked
+    assert results[1]["text_rank"] == 2          # through the question before it (context column)
     assert results[0]["rrf_score"] > results[1]["rrf_score"] > 0
     off = search(api, user, "pottery workshop", include_session_arm=False)
     assert "session" not in off["results"][0]["attributes"]["arms"]

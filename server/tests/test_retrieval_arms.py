@@ -6,6 +6,7 @@ retriever are tested by the rankings they give over small, hand-written stores.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
@@ -168,11 +169,13 @@ def test_migration_builds_session_documents_for_existing_memories(tmp_path: Path
             "VALUES (?, ?, 'u', ?, ?, '', ?, ?)",
             (rowid, f"m{rowid}", user_key("u"), text, session, created),
         )
-    assert migrate(conn) == ["0002_session_docs"]
+    assert migrate(conn) == ["0002_session_docs", "0003_turn_context"]
     conn.close()
     store = SqliteStorage(path)
     assert _doc(store, "u", "s1") == "first turn\nsecond turn"
     assert [s.id for s in store.session_search("u", "turn", 5)] == ["s1"]
+    assert store._rows("SELECT id, context FROM memories ORDER BY id") == [("m1", "first turn"), ("m2", ""), ("m3", "")]
+    assert [s.id for s in store.text_search("u", "first", MemoryFilters(), 5)] == ["m2", "m1"]
     store.close()
 
 
@@ -216,31 +219,54 @@ def test_time_arm_keeps_facts_valid_in_the_named_window(store: SqliteStorage, em
 
 
 # -- the retriever ----------------------------------------------------------------------------------
-def test_default_recipe_adds_the_answer_next_to_the_matching_turn(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
-    writer.add("u", "Caroline: How was your weekend?", "s1")
-    question = writer.add("u", "Melanie: Where did you go for the pottery workshop?", "s1")
+def test_context_column_finds_the_reply_to_a_matching_question(store: SqliteStorage, writer: Writer) -> None:
+    asked = writer.add("u", "Melanie: Where did you go for the pottery workshop?", "s1")
+    answer = writer.add("u", "Caroline: Lisbon! The tiles there were lovely.", "s1")
+    again = writer.add("u", "Caroline: Pottery again next week?")             # no session: no context
+    writer.add("u", "Caroline: My cat knocked over a vase.", "s2")
+    found = store.text_search("u", "pottery workshop", MemoryFilters(), 10)
+    # One query word in the text itself outweighs both in the context (weight 0.3).
+    assert [s.id for s in found] == [asked, again, answer]
+    alone = store.text_search("u", "pottery workshop", MemoryFilters(), 10, context_weight=0.0)
+    assert [s.id for s in alone][:2] == [asked, again] and alone[2].score == 0.0
+    # Deleting the question takes its words out of the reply's context too.
+    store.delete_memories("u", [asked])
+    assert answer not in [s.id for s in store.text_search("u", "workshop", MemoryFilters(), 10)]
+
+
+def test_default_recipe_explains_each_hit(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    asked = writer.add("u", "Melanie: Where did you go for the pottery workshop?", "s1")
     answer = writer.add("u", "Caroline: Lisbon! The tiles there were lovely.", "s1")
     writer.add("u", "Caroline: My cat knocked over a vase.", "s2")
-    retriever = Retriever(store, embedder)
-    hits = retriever.search(SearchRequest("u", "pottery workshop"))
-    assert [h.memory.id for h in hits][:2] == [question, answer]
+    hits = Retriever(store, embedder).search(SearchRequest("u", "pottery workshop"))
+    assert [h.memory.id for h in hits][:2] == [asked, answer]
     assert hits[0].attributes["arms"]["text"] == {"rank": 1}
-    assert hits[0].attributes["arms"]["session"] == {"rank": 1}
-    assert hits[1].attributes["context_of"] == question
-    assert "text" not in hits[1].attributes["arms"]
-    assert set(hits[0].attributes["timings_ms"]) >= {"text_ms", "vector_ms", "session_ms", "fusion_ms"}
-    # Without neighbours and the session arm, BM25 alone never reaches the answer turn's words.
-    plain = retriever.search(SearchRequest("u", "pottery workshop", mode="text"))
-    assert [h.memory.id for h in plain] == [question]
+    assert hits[1].attributes["arms"]["text"] == {"rank": 2}
+    assert hits[0].attributes["arms"]["session"] == hits[1].attributes["arms"]["session"] == {"rank": 1}
+    assert set(hits[0].attributes["timings_ms"]) >= {"embed_ms", "text_ms", "vector_ms", "session_ms", "fusion_ms"}
+
+
+def test_neighbour_context_brings_the_turn_before_a_hit(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    before = writer.add("u", "Caroline: Guess where I was on Saturday.", "s1")
+    hit = writer.add("u", "Melanie: At the pottery workshop in Lisbon?", "s1")
+    writer.add("u", "Caroline: The vase broke.", "s2")
+    config = SearchConfig(arms=(ArmConfig(Arm.TEXT),), neighbours=NeighbourConfig(depth=1, window=1, share=0.2))
+    retriever = Retriever(store, embedder)
+    hits = retriever.search(SearchRequest("u", "pottery workshop"), config)
+    assert [h.memory.id for h in hits] == [hit, before]
+    assert hits[1].attributes["context_of"] == hit and hits[1].attributes["arms"] == {}
+    assert hits[1].score == pytest.approx(hits[0].score * 0.2)
+    plain = retriever.search(SearchRequest("u", "pottery workshop"), dataclasses.replace(config, neighbours=None))
+    assert [h.memory.id for h in plain] == [hit]
 
 
 def test_include_session_arm_switches_the_arm_on_and_off(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
-    ids = [writer.add("u", "Planning the garden.", "g"), writer.add("u", "Tomatoes by the wall.", "g")]
+    ids = [writer.add("u", "Tomatoes by the wall.", "g"), writer.add("u", "Planning the garden.", "g")]
     retriever = Retriever(store, embedder)
     text_only = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
-    assert [h.memory.id for h in retriever.search(SearchRequest("u", "garden"), text_only)] == ids[:1]
+    assert [h.memory.id for h in retriever.search(SearchRequest("u", "garden"), text_only)] == ids[1:]
     with_session = retriever.search(SearchRequest("u", "garden", include_session_arm=True), text_only)
-    assert [h.memory.id for h in with_session] == ids
+    assert [h.memory.id for h in with_session] == [ids[1], ids[0]]
     assert with_session[1].attributes["arms"] == {"session": {"rank": 1}}
     without = HYBRID.for_request(SearchRequest("u", "garden", include_session_arm=False))
     assert [a.arm for a in without.arms] == [Arm.TEXT, Arm.VECTOR]

@@ -183,8 +183,11 @@ class Storage(abc.ABC):
 
     # -- retrieval arms --------------------------------------------------------------------------
     @abc.abstractmethod
-    def text_search(self, user_id: str, query: str, filters: MemoryFilters, limit: int) -> list[ScoredId]:
-        """BM25 over the user's memories; higher score is better."""
+    def text_search(
+        self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float = 0.3
+    ) -> list[ScoredId]:
+        """BM25 over the user's memories; higher score is better. A memory's context (the text
+        written just before it in its session) counts with ``context_weight`` against its own text's 1.0."""
 
     @abc.abstractmethod
     def vector_search(

@@ -156,6 +156,45 @@ MIGRATIONS: tuple[Migration, ...] = (
             GROUP BY user_id, session_id;
         """,
     ),
+    Migration(
+        "0003_turn_context",
+        """
+        -- The text written just before a memory in the same session (a question, for the reply
+        -- that answers it), indexed as a second, lower-weighted full-text column. Kept by the
+        -- storage layer on every write and delete, so deleted text leaves its neighbours too.
+        ALTER TABLE memories ADD COLUMN context TEXT NOT NULL DEFAULT '';
+        UPDATE memories SET context = COALESCE((
+            SELECT p.text FROM memories p
+            WHERE p.user_id = memories.user_id AND p.session_id = memories.session_id
+              AND (p.created_at < memories.created_at
+                   OR (p.created_at = memories.created_at AND p.rowid < memories.rowid))
+            ORDER BY p.created_at DESC, p.rowid DESC LIMIT 1
+        ), '') WHERE session_id IS NOT NULL;
+
+        DROP TRIGGER memories_fts_insert;
+        DROP TRIGGER memories_fts_delete;
+        DROP TRIGGER memories_fts_update;
+        DROP TABLE memories_fts;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, context, user_key, content='memories', content_rowid='rowid', tokenize='porter unicode61'
+        );
+        INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text, context, user_key)
+                VALUES (new.rowid, new.text, new.context, new.user_key);
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, context, user_key)
+                VALUES ('delete', old.rowid, old.text, old.context, old.user_key);
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text, context ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, context, user_key)
+                VALUES ('delete', old.rowid, old.text, old.context, old.user_key);
+            INSERT INTO memories_fts(rowid, text, context, user_key)
+                VALUES (new.rowid, new.text, new.context, new.user_key);
+        END;
+        """,
+    ),
 )
 
 
