@@ -87,7 +87,7 @@ def markdown(run: dict[str, Any]) -> str:
         _text_only(rules["labeled_http"]),
         "## Ingest",
         table(["conversations", "turns", "users", "in flight", "seconds", "turns/s", "latency under load p50 / p95 ms", "events", "no facts"],
-              [[ingest["conversations"], ingest["turns"], ingest["users"], ingest["concurrency"], ingest["seconds"], ingest["turns_per_second"],
+              [[ingest["conversations"], ingest["turns"], ingest["users"], ingest["concurrency"], f"{ingest['seconds']:.1f}", f"{ingest['turns_per_second']:.0f}",
                 f"{ingest['latency_under_load']['p50_ms']:.1f} / {ingest['latency_under_load']['p95_ms']:.1f}",
                 ", ".join(f"{k} {v}" for k, v in sorted(ingest["events"].items())), ingest["no_facts_extracted"]]]),
         f"User turns in the ingested conversations: {run['corpus']['user_turns']}.",
