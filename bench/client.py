@@ -60,17 +60,13 @@ class BenchClient:
         return response.json()
 
     async def add(self, user_id: str, text: str, *, infer: bool = False, metadata: Mapping[str, Any] | None = None, app: str | None = None,
-                  timestamp: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"user_id": user_id, "text": text, "infer": infer}
-        if metadata is not None:
-            body["metadata"] = dict(metadata)
-        if app is not None:
-            body["app"] = app
-        if timestamp is not None:
-            body["timestamp"] = timestamp
+                  session_id: str | None = None, timestamp: str | None = None) -> dict[str, Any]:
+        """``session_id`` and ``timestamp`` are Cortadel extensions of the add body; None leaves a field out."""
+        optional = {"metadata": dict(metadata) if metadata is not None else None, "app": app, "session_id": session_id, "timestamp": timestamp}
+        body: dict[str, Any] = {"user_id": user_id, "text": text, "infer": infer, **{k: v for k, v in optional.items() if v is not None}}
         return await self._call("POST", MEMORIES, json=body)
 
-    async def add_conversation(self, user_id: str, messages: Sequence[Mapping[str, str]], *, session_id: str | None = None,
+    async def add_conversation(self, user_id: str, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None,
                                is_agent_memory: bool | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"user_id": user_id, "messages": list(messages)}
         if session_id is not None:

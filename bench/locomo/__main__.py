@@ -23,7 +23,10 @@ DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 TURN_TEXT = (
     'Each turn is stored as "Speaker: text" — the speaker\'s name keeps "who said it" searchable, since '
     "questions name people — with \" [image: <caption>]\" appended when the turn shared a photo. "
-    "Facts ingestion sends the same text as `user` messages with `uuid` = the turn's dia_id."
+    "Turns are added with the Cortadel extensions `session_id` (the LoCoMo session) and `timestamp` (the session date). "
+    "Facts ingestion sends the same text as `user` messages with `uuid` = the turn's dia_id and `timestamp` = the session "
+    "date, one from-conversation call per session with `session_id` = the session. mem0 gets the same text and metadata "
+    "(its OSS `add` has no timestamp or session field)."
 )
 
 

@@ -6,6 +6,9 @@
 
 A turn's stored text is "Speaker: text"; a turn that shares a photo gets " [image: <blip
 caption>]" appended, because the photo is part of what was said and questions ask about it.
+A session's date ("1:56 pm on 8 May, 2023") becomes every turn's ``said_at`` (ISO 8601, UTC; the
+data has no time zone), which the harness sends as the turn's ``timestamp`` so that relative dates
+("yesterday") resolve against the day the conversation happened.
 Evidence strings are split on ';' and whitespace and only ids of the form D<session>:<turn> that
 name a turn of the conversation are kept; questions left without evidence are skipped.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from bench.errors import DatasetError
@@ -31,6 +35,11 @@ class Turn:
     speaker: str
     text: str
     session_date: str
+    said_at: str | None
+
+    @property
+    def session_id(self) -> str:
+        return f"S{self.session}"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,14 @@ def session_of(dia_id: str) -> str:
     return f"S{match.group(1)}"
 
 
+def parse_session_date(raw: str) -> str | None:
+    """"1:56 pm on 8 May, 2023" -> "2023-05-08T13:56:00Z"; None when the text has another shape."""
+    try:
+        return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None
+
+
 def parse_evidence(raw: list[str], known: set[str]) -> frozenset[str]:
     ids = (part for entry in raw for part in re.split(r"[;\s]+", str(entry)) if part)
     return frozenset(i for i in ids if _DIA_ID.match(i) and i in known)
@@ -80,12 +97,14 @@ def _turn_text(raw: dict[str, str]) -> str:
 def _conversation(sample: dict) -> Conversation:
     conv = sample["conversation"]
     numbers = sorted(int(m.group(1)) for key in conv if (m := _SESSION_KEY.match(key)))
+    dates = {n: conv.get(f"session_{n}_date_time", "") for n in numbers}
     sessions = tuple(
         tuple(
-            Turn(raw["dia_id"], n, raw["speaker"], _turn_text(raw), conv.get(f"session_{n}_date_time", ""))
+            Turn(raw["dia_id"], n, raw["speaker"], _turn_text(raw), date, parse_session_date(date))
             for raw in conv[f"session_{n}"]
         )
         for n in numbers
+        for date in (dates[n],)
     )
     known = {turn.dia_id for session in sessions for turn in session}
     questions = []

@@ -4,9 +4,12 @@
     facts = await ingest_facts(api, "conv-26-facts", conversation)
     turns.units["<memory id>"]  # {"D1:3"}; a memory that dedup merged maps to every turn it absorbed
 
-Turns mode adds every turn with ``infer: false`` and metadata ``{dia_id, session, session_date,
-speaker, sample_id}``; the memory id in the add response ties the memory to its turn.
-Facts mode sends each session to from-conversation with ``uuid = dia_id`` on every message, then
+Turns mode adds every turn with ``infer: false``, metadata ``{dia_id, session, session_date,
+speaker, sample_id}``, and the Cortadel extensions ``session_id`` (the LoCoMo session, which the
+server's session arm groups by) and ``timestamp`` (the session date); the memory id in the add
+response ties the memory to its turn.
+Facts mode sends each session to from-conversation with ``uuid = dia_id`` and ``timestamp`` = the
+session date on every message and ``session_id`` = the session, then
 reads the stored memories back (list, then get for any memory the list left without sources) and
 takes each fact's turns from ``source_turn_uuids``.
 """
@@ -63,7 +66,8 @@ async def ingest_turns(api: BenchClient, user_id: str, conversation: Conversatio
 
     async def add(turn: Turn) -> None:
         async with gate:
-            created = await api.add(user_id, turn.text, infer=False, metadata=turn_metadata(conversation, turn))
+            created = await api.add(user_id, turn.text, infer=False, metadata=turn_metadata(conversation, turn),
+                                    session_id=turn.session_id, timestamp=turn.said_at)
         event = created.get("event") or "?"
         result.events[event] += 1
         if created.get("id"):
@@ -73,6 +77,9 @@ async def ingest_turns(api: BenchClient, user_id: str, conversation: Conversatio
     await asyncio.gather(*(add(turn) for turn in conversation.turns))
     result.seconds = time.perf_counter() - started
     await _check_turn_metadata(api, result)
+    current = {item["id"] async for item in api.list_all(user_id)}
+    if hidden := len(set(result.units) - current):
+        result.notes["turn_memories_no_longer_current"] = hidden
     return result
 
 
@@ -85,20 +92,20 @@ async def _check_turn_metadata(api: BenchClient, result: Ingested, sample: int =
 
 
 def session_messages(session: tuple[Turn, ...]) -> list[dict[str, str]]:
-    """One session as chat messages: every turn as a ``user`` message "Speaker: text" with uuid = dia_id.
+    """One session as chat messages: every turn as a ``user`` message "Speaker: text" with uuid = dia_id
+    and the session date as ``timestamp`` (a Cortadel extension).
 
     Both LoCoMo speakers are people talking about themselves, so neither is an assistant whose
     words the extractor should skip; the speaker's name stays in the text so facts can name them.
     """
-    return [{"role": "user", "content": turn.text, "uuid": turn.dia_id} for turn in session]
+    return [{"role": "user", "content": turn.text, "uuid": turn.dia_id, **({"timestamp": turn.said_at} if turn.said_at else {})} for turn in session]
 
 
 async def ingest_facts(api: BenchClient, user_id: str, conversation: Conversation) -> Ingested:
     result = Ingested(user_id)
     started = time.perf_counter()
     for session in conversation.sessions:
-        session_id = f"{conversation.sample_id}:S{session[0].session}"
-        reply = await api.add_conversation(user_id, session_messages(session), session_id=session_id)
+        reply = await api.add_conversation(user_id, session_messages(session), session_id=session[0].session_id)
         if reply.get("no_facts_extracted"):
             result.notes["sessions_without_facts"] += 1
         for item in reply.get("results") or []:

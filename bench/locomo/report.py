@@ -13,6 +13,12 @@ from bench.provenance import busy_note
 # Plain BM25 without an LLM, measured outside this project on the same questions.
 REFERENCE = {"turn": {"recall@5": 0.53, "mrr": 0.44}, "session": {"hit@5": 0.92, "mrr": 0.81}}
 
+CAVEAT = """\
+In-sample: `locomo-dev.json` is the half of LoCoMo the server's retrieval defaults were tuned on
+(see `server/cortadel_server/retrieval/search.py`); the other five conversations are not on this
+machine, so these figures are not a held-out measurement.
+"""
+
 DEFINITIONS = """\
 - **Questions**: every LoCoMo question with at least one valid evidence turn id, all five categories
   (adversarial included). Each is one `POST /api/v1/memories/search` with `top_k = 10` for the
@@ -107,6 +113,7 @@ def markdown(run: dict[str, Any]) -> str:
         busy_note(*meta["load_average"]),
         "## All questions",
         headline_table(systems),
+        CAVEAT,
         "![recall@k per system](locomo-recall-at-k.png)",
         "## Turn-level recall@10 by category",
         category_table(systems, "turn", "recall@10"),
@@ -206,6 +213,7 @@ def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
                 f"Measured {meta['started_at']} at git {meta['git_commit']}; the full report with definitions is "
                 "[bench/reports/locomo.md](../bench/reports/locomo.md). Latency columns: " + busy_note(*meta["load_average"]) + ".",
                 headline_table(run["systems"]),
+                CAVEAT,
             ])
             replace_section(doc, "locomo", body, new_doc_intro=DOC_INTRO)
             written.append(doc)
