@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,8 +47,9 @@ class LoadResult:
 class Loader:
     """Keeps each user's sentence stream across calls, so loading can grow a user in steps."""
 
-    def __init__(self, api: BenchClient, *, seed: int = 0, concurrency: int = 8) -> None:
+    def __init__(self, api: BenchClient, *, seed: int = 0, concurrency: int = 8, progress: Callable[[str], None] | None = None) -> None:
         self._api = api
+        self._progress = progress
         self._seed = seed
         self._concurrency = concurrency
         self._streams: dict[str, Iterator[str]] = {}
@@ -79,6 +80,9 @@ class Loader:
             self.result.events[event] += 1
             if event == "ADD":
                 self.result.stored[user] += 1
+            requests = sum(self.result.events.values())
+            if self._progress and requests % 10_000 == 0:
+                self._progress(f"  {requests:,} adds sent, {sum(self.result.stored.values()):,} stored")
 
 
 async def search_latency(api: BenchClient, users: Sequence[str], queries: Sequence[str], *, warmup: int = 20) -> dict[str, Any]:

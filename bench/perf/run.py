@@ -52,7 +52,7 @@ async def single_user(config: ServerConfig, sizes: Sizes, workdir: Path, log: Ca
     user = ["solo"]
     with start_server(config, workdir) as server:
         async with BenchClient(server.base_url, max_connections=max(sizes.load_concurrency, sizes.clients)) as api:
-            loader = Loader(api, concurrency=sizes.load_concurrency)
+            loader = Loader(api, concurrency=sizes.load_concurrency, progress=log)
             log(f"[single-user] load {sizes.per_user}")
             await loader.fill(user, sizes.per_user)
             baseline = await search_latency(api, user, qs)
@@ -73,7 +73,7 @@ async def many_users(config: ServerConfig, sizes: Sizes, workdir: Path, log: Cal
     users = [f"user-{i:03d}" for i in range(sizes.users)]
     with start_server(config, workdir) as server:
         async with BenchClient(server.base_url, max_connections=max(sizes.load_concurrency, sizes.clients)) as api:
-            loader = Loader(api, concurrency=sizes.load_concurrency)
+            loader = Loader(api, concurrency=sizes.load_concurrency, progress=log)
             log(f"[many-users] load {sizes.users} x {sizes.per_user}")
             await loader.fill(users, sizes.per_user)
             load = loader.result.summary()
