@@ -5,10 +5,16 @@
 
 The harness needs the process id (for VmRSS) and the data folder (for bytes on disk), so it runs
 `python -m cortadel_server serve` itself rather than going through the test helper.
+
+A run takes minutes while server/ may be edited meanwhile, so a harness first copies the server
+package (`snapshot_server`) and every server of that run imports the copy: all its figures come
+from one version of the code, identified by the copy's content hash.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import os
 import shutil
 import signal
@@ -36,6 +42,11 @@ class ServerConfig:
 
     name: str
     env: Mapping[str, str] = field(default_factory=dict)
+    #: folder holding the ``cortadel_server`` package the server runs
+    source: Path = SERVER_SRC
+
+    def from_source(self, source: Path) -> ServerConfig:
+        return dataclasses.replace(self, source=source)
 
 
 WORDLLAMA = ServerConfig("wordllama", {"CORTADEL_EMBEDDER": "wordllama"})
@@ -86,6 +97,22 @@ class RunningServer:
                 self.process.wait()
 
 
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit so that every ``start_server`` block stops its server on the way out."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+def snapshot_server(dest: Path) -> tuple[Path, str]:
+    """Copy server/cortadel_server under ``dest``; returns (folder to put on PYTHONPATH, sha256 of the copy, 12 hex)."""
+    target = (dest / "server-src").resolve()
+    shutil.copytree(SERVER_SRC / "cortadel_server", target / "cortadel_server", ignore=shutil.ignore_patterns("__pycache__"))
+    digest = hashlib.sha256()
+    for path in sorted((target / "cortadel_server").rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(target)).encode() + b"\0" + path.read_bytes())
+    return target, digest.hexdigest()[:12]
+
+
 def python_path(*folders: Path) -> str:
     """PYTHONPATH with ``folders`` first, so subprocesses import this checkout's server (installed or not)."""
     return os.pathsep.join([*map(str, folders), *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -104,7 +131,7 @@ def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0,
     data_dir.mkdir(parents=True)
     port = free_port()
     log_path = data_dir.with_suffix(".log")
-    env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **config.env, "PYTHONPATH": python_path(SERVER_SRC)}
+    env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **config.env, "PYTHONPATH": python_path(config.source)}
     cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db")]
     with log_path.open("wb") as log:
         process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)

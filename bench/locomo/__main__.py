@@ -17,7 +17,7 @@ from bench.locomo.dataset import load
 from bench.locomo.run import as_dicts, run_all
 from bench.locomo.systems import server_plans
 from bench.provenance import git_commit, load_average
-from bench.server import REPO_ROOT
+from bench.server import REPO_ROOT, exit_on_sigterm, snapshot_server
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 TURN_TEXT = (
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
     parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "benchmarks.md", help="doc whose headline section is updated")
     args = parser.parse_args(argv)
+    exit_on_sigterm()
 
     def log(message: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         workdir = REPO_ROOT / "bench" / ".work"
         workdir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=workdir, prefix="locomo-") as tmp:
-            results = asyncio.run(run_all(server_plans(args.reranker_model), conversations, args.data,
+            source, server_code = snapshot_server(Path(tmp))
+            results = asyncio.run(run_all(server_plans(args.reranker_model, source), conversations, args.data,
                                           None if args.no_mem0 else args.mem0_path, Path(tmp), log))
     except BenchError as exc:
         print(f"bench.locomo: {exc}", file=sys.stderr)
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             "skipped_questions_without_evidence": sum(c.skipped_questions for c in conversations),
             "top_k": 10,
             "git_commit": git_commit(),
+            "server_code_sha256": server_code,
             "quick": args.quick,
             "command": "python -m bench.locomo" + (" --quick" if args.quick else ""),
             "load_average": [load_start, load_average()],

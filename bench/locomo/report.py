@@ -109,7 +109,7 @@ def markdown(run: dict[str, Any]) -> str:
     parts = [
         "# LoCoMo retrieval benchmark",
         (f"Run {meta['started_at']} · data `{meta['data']}` (sha256 {meta['data_sha256'][:12]}) · "
-         f"{meta['conversations']} conversations, {meta['questions']} questions · git {meta['git_commit']} · `{meta['command']}`"),
+         f"{meta['conversations']} conversations, {meta['questions']} questions · git {meta['git_commit']} (server code sha256 {meta.get('server_code_sha256', '?')}) · `{meta['command']}`"),
         busy_note(*meta["load_average"]),
         "## All questions",
         headline_table(systems),
@@ -210,7 +210,7 @@ def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
             meta = run["meta"]
             body = "\n\n".join([
                 f"## LoCoMo headline ({meta['conversations']} conversations, {meta['questions']} questions, top_k = 10)",
-                f"Measured {meta['started_at']} at git {meta['git_commit']}; the full report with definitions is "
+                f"Measured {meta['started_at']} at git {meta['git_commit']} (server code sha256 {meta.get('server_code_sha256', '?')}); the full report with definitions is "
                 "[bench/reports/locomo.md](../bench/reports/locomo.md). Latency columns: " + busy_note(*meta["load_average"]) + ".",
                 headline_table(run["systems"]),
                 CAVEAT,

@@ -17,7 +17,7 @@ from bench.locomo.dataset import Conversation
 from bench.locomo.evaluate import Answers, ask, score
 from bench.locomo.ingest import Ingested, ingest_facts, ingest_turns
 from bench.locomo.systems import FACTS, INGEST_MODES, TURNS, ServerPlan
-from bench.server import MINILM, REPO_ROOT, SERVER_SRC, WORDLLAMA, ServerConfig, python_path, start_server
+from bench.server import REPO_ROOT, ServerConfig, python_path, start_server
 
 
 @dataclass
@@ -111,7 +111,7 @@ def run_mem0(config: ServerConfig, conversations: list[Conversation], data: Path
                "--embedder", config.env["CORTADEL_EMBEDDER"], "--out", str(out)]
         if config.env.get("CORTADEL_EMBEDDER_MODEL"):
             cmd += ["--embedder-model", config.env["CORTADEL_EMBEDDER_MODEL"]]
-        env = {**os.environ, "PYTHONPATH": python_path(mem0_path, REPO_ROOT, SERVER_SRC), "MEM0_TELEMETRY": "False"}
+        env = {**os.environ, "PYTHONPATH": python_path(mem0_path, REPO_ROOT, config.source), "MEM0_TELEMETRY": "False"}
         done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             item.status, item.reason = "failed", done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
@@ -139,8 +139,8 @@ async def run_all(plans: list[ServerPlan], conversations: list[Conversation], da
     for plan in plans:
         results += await run_server_plan(plan, conversations, workdir, log)
     if mem0_path is not None:
-        for config in (WORDLLAMA, MINILM):
-            results.append(run_mem0(config, conversations, data, mem0_path, log))
+        for plan in plans:
+            results.append(run_mem0(plan.config, conversations, data, mem0_path, log))
     return results
 
 

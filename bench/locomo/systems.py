@@ -6,7 +6,9 @@ hybrid and hybrid + rerank. BM25 does not depend on the embedder and is asked of
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.server import MINILM, WORDLLAMA, ServerConfig
 
@@ -44,13 +46,14 @@ class ServerPlan:
 def with_reranker(config: ServerConfig, reranker_model: str | None) -> ServerConfig:
     if not reranker_model:
         return config
-    return ServerConfig(config.name, {**config.env, "CORTADEL_RERANKER": "onnx", "CORTADEL_RERANKER_MODEL": reranker_model})
+    return dataclasses.replace(config, env={**config.env, "CORTADEL_RERANKER": "onnx", "CORTADEL_RERANKER_MODEL": reranker_model})
 
 
-def server_plans(reranker_model: str | None) -> list[ServerPlan]:
-    """The Cortadel systems of one run; hybrid + rerank only when a cross-encoder model is given."""
+def server_plans(reranker_model: str | None, source: Path) -> list[ServerPlan]:
+    """The Cortadel systems of one run, all on the server code in ``source``; hybrid + rerank only
+    when a cross-encoder model is given."""
     rerank = (HYBRID_RERANK,) if reranker_model else ()
     return [
-        ServerPlan(with_reranker(WORDLLAMA, reranker_model), (BM25, VECTOR, HYBRID, *rerank)),
-        ServerPlan(with_reranker(MINILM, reranker_model), (VECTOR, HYBRID, *rerank)),
+        ServerPlan(with_reranker(WORDLLAMA.from_source(source), reranker_model), (BM25, VECTOR, HYBRID, *rerank)),
+        ServerPlan(with_reranker(MINILM.from_source(source), reranker_model), (VECTOR, HYBRID, *rerank)),
     ]

@@ -16,7 +16,7 @@ from bench.errors import BenchError
 from bench.perf import report
 from bench.perf.run import FULL, QUICK, many_users, single_user
 from bench.provenance import git_commit, load_average
-from bench.server import MINILM, REPO_ROOT, WORDLLAMA
+from bench.server import MINILM, REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
     parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "performance.md", help="doc whose results section is updated")
     args = parser.parse_args(argv)
+    exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
     config = WORDLLAMA if args.embedder == "wordllama" else MINILM
 
@@ -38,13 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     try:
         with tempfile.TemporaryDirectory(dir=workdir, prefix="perf-") as tmp:
+            source, server_code = snapshot_server(Path(tmp))
+            config = config.from_source(source)
             single = asyncio.run(single_user(config, sizes, Path(tmp), log))
             many = asyncio.run(many_users(config, sizes, Path(tmp), log))
     except BenchError as exc:
         print(f"bench.perf: {exc}", file=sys.stderr)
         return 1
     run = {
-        "meta": {"started_at": started, "git_commit": git_commit(), "embedder": config.name, "cpus": os.cpu_count(),
+        "meta": {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": config.name, "cpus": os.cpu_count(),
                  "quick": args.quick, "command": "python -m bench.perf" + (" --quick" if args.quick else ""),
                  "load_average": [load_start, load_average()]},
         "sizes": asdict(sizes),

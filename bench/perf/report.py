@@ -59,7 +59,7 @@ def markdown(run: dict[str, Any]) -> str:
     meta = run["meta"]
     return "\n\n".join([
         "# Performance bench",
-        f"Run {meta['started_at']} · git {meta['git_commit']} · embedder `{meta['embedder']}` · {meta['cpus']} CPUs · `{meta['command']}`",
+        f"Run {meta['started_at']} · git {meta['git_commit']} (server code sha256 {meta.get('server_code_sha256', '?')}) · embedder `{meta['embedder']}` · {meta['cpus']} CPUs · `{meta['command']}`",
         busy_note(*meta["load_average"]),
         "## Targets", table(["what", "target", "measured", "verdict"], verdicts(run)),
         "## Results", results_table(run),
@@ -111,7 +111,7 @@ def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
         meta = run["meta"]
         body = "\n\n".join([
             f"## Results (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
-            f"Measured {meta['started_at']} at git {meta['git_commit']}; details in [bench/reports/perf.md](../bench/reports/perf.md).",
+            f"Measured {meta['started_at']} at git {meta['git_commit']} (server code sha256 {meta.get('server_code_sha256', '?')}); details in [bench/reports/perf.md](../bench/reports/perf.md).",
             busy_note(*meta["load_average"]),
             table(["what", "target", "measured", "verdict"], verdicts(run)),
             results_table(run),
