@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install test-python test-node spec bench-locomo bench-perf clean
+.PHONY: run test install lock test-python test-node spec bench-locomo bench-perf bench-pipeline clean
 
 run: $(VENV)/.installed
 	$(BIN)/cortadel serve
@@ -56,6 +56,9 @@ bench-locomo: $(VENV)/.installed
 
 bench-perf: $(VENV)/.installed
 	$(BIN)/python -m bench.perf
+
+bench-pipeline: $(VENV)/.installed
+	$(BIN)/python -m bench.pipeline
 
 clean:
 	rm -rf $(VENV) node_modules */node_modules */*/node_modules

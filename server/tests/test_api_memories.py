@@ -243,3 +243,13 @@ def test_memories_survive_a_restart(tmp_path) -> None:
             assert add(client, "restart-user", "Olga's boat is moored at pier 7.")["event"] == "SKIP_DUPLICATE"
     finally:
         server.stop()
+
+
+def test_from_conversation_items_carry_all_four_keys(api: httpx.Client, user: str) -> None:
+    body = {"user_id": user, "messages": [{"role": "user", "content": "I keep my bonsai on the balcony.", "uuid": "t-1"}]}
+    response = api.post("/api/v1/memories/from-conversation", json=body).json()
+    assert set(response) == {"results"}
+    [item] = response["results"]
+    assert item == {"id": item["id"], "memory": "User keeps their bonsai on the balcony.", "event": "ADD", "error": None}
+    nothing = api.post("/api/v1/memories/from-conversation", json={"user_id": user, "messages": [{"role": "user", "content": "Hi! Thanks!"}]}).json()
+    assert nothing == {"no_facts_extracted": True}

@@ -26,7 +26,7 @@ RULES = RulesExtractor()
         ("I really enjoy sushi.", "User really enjoys sushi."),
         ("I used to live in Berlin.", "User used to live in Berlin."),
         ("I fly to Tokyo on 3 March.", "User flies to Tokyo on 3 March."),
-        ("I watch TV with my kids.", "User watches TV with User's kids."),
+        ("I watch TV with my kids.", "User watches TV with their kids."),
         ("I can't eat gluten.", "User cannot eat gluten."),
         ("My wife and I go hiking.", "User's wife and User go hiking."),
         ("We ship on Fridays.", "User and their team ship on Fridays."),
@@ -41,7 +41,7 @@ def test_first_person_becomes_third_person(first: str, third: str) -> None:
 
 def test_statements_to_the_listener_become_about_them() -> None:
     assert second_to_third("You work at Google, right?", "User") == "User works at Google, right?"
-    assert second_to_third("You are vegetarian and your dog is Rex.", "User") == "User is vegetarian and User's dog is Rex."
+    assert second_to_third("You are vegetarian and your dog is Rex.", "User") == "User is vegetarian and their dog is Rex."
 
 
 @pytest.mark.parametrize(("verb", "third"), [("ship", "ships"), ("go", "goes"), ("watch", "watches"), ("try", "tries"), ("play", "plays"), ("have", "has"), ("do", "does")])

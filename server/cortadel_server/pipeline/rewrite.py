@@ -47,6 +47,9 @@ _GROUP_WORK = re.compile(
     re.IGNORECASE,
 )
 _OBJECT_FORMS = {"me": "{s}", "myself": "{s}", "my": "{s}'s", "mine": "{s}'s", "our": "{s}'s", "ours": "{s}'s", "us": "{s}"}
+#: Once the subject has been named in the sentence, these read better as pronouns
+#: ("User keeps their bonsai", not "User keeps User's bonsai").
+_ANAPHORA = {"my": "their", "our": "their", "mine": "theirs", "ours": "theirs", "myself": "themselves"}
 
 
 def expand_contractions(text: str) -> str:
@@ -80,29 +83,38 @@ def third_person(sentence: str, subject: str) -> str:
     """
     chunks, words = _split(expand_contractions(sentence))
     group = "team" if _GROUP_WORK.search(sentence) else "family"
+    named = False
     for i, word in enumerate(words):
         lower = word.lower()
         if word in ("I", "i"):
             words[i] = subject
             _agree(words, i)
+            named = True
         elif lower == "we":
             words[i] = f"{subject} and their {group}"
+            named = True
+        elif named and lower in _ANAPHORA:
+            words[i] = _ANAPHORA[lower]
         elif lower in _OBJECT_FORMS:
             words[i] = _OBJECT_FORMS[lower].format(s=subject)
+            named = True
     return _join(chunks, words)
 
 
 def second_to_third(sentence: str, subject: str) -> str:
     """Replace "you/your" (the listener) with `subject`, for statements made *to* the speaker."""
     chunks, words = _split(expand_contractions(sentence))
+    named = False
     for i, word in enumerate(words):
         lower = word.lower()
         if lower in ("you", "yourself"):
-            words[i] = subject
+            words[i] = "themselves" if named and lower == "yourself" else subject
             if lower == "you":
                 _agree(words, i)
+            named = True
         elif lower in ("your", "yours"):
-            words[i] = f"{subject}'s"
+            words[i] = ("their" if lower == "your" else "theirs") if named else f"{subject}'s"
+            named = True
     return _join(chunks, words)
 
 

@@ -67,7 +67,7 @@ def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: 
     operation_id="Memories_FromConversation",
     summary="Distil a conversation into atomic facts and store each one.",
     response_model=schemas.ConversationIngestResponse,
-    response_model_exclude_none=True,
+    response_model_exclude_unset=True,
     responses=ERRORS,
 )
 def add_conversation(
