@@ -18,7 +18,11 @@ import pytest
 
 from cortadel_server.providers.embedding import WordLlamaEmbedder
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
-from cortadel_server.retrieval.context import NeighbourConfig, add_neighbours
+from cortadel_server.retrieval.context import (
+    NeighbourConfig,
+    add_neighbours,
+    spread_sessions,
+)
 from cortadel_server.retrieval.fusion import dense_ranks, fuse_ranks, score_fusion
 from cortadel_server.retrieval.search import (
     HYBRID,
@@ -99,7 +103,8 @@ def test_score_fusion_keeps_the_margin_of_a_clear_winner() -> None:
     vector = [ScoredId("c", 0.62), ScoredId("b", 0.61), ScoredId("a", 0.60)]
     fused = score_fusion({"text": text, "vector": vector}, {"text": 1.0, "vector": 0.2})
     assert [mid for mid, _ in fused] == ["a", "b", "c"]
-    assert dict(fused) == pytest.approx({"a": 1.0, "b": 0.25 + 0.1, "c": 0.2})
+    # each arm divided by its best score: text 9 → 1.0, 3 → 1/3; vector 0.62 → 1.0, 0.60 → 0.60/0.62
+    assert dict(fused) == pytest.approx({"a": 1.0 + 0.2 * 0.60 / 0.62, "b": 1 / 3 + 0.2 * 0.61 / 0.62, "c": 1 / 9 + 0.2})
     # Equal-weight RRF over the same lists sees three near-ties: the margin is gone.
     rrf = dict(fuse_ranks({"text": dense_ranks(text), "vector": dense_ranks(vector)}))
     assert rrf["a"] == pytest.approx(rrf["c"]) and rrf["a"] / rrf["b"] < 1.001
@@ -118,6 +123,14 @@ def test_neighbours_get_a_share_of_their_hits_score() -> None:
     assert lent == {"m1": "m2", "m3": "m2", "m4": "m2"}
     # depth 0 leaves the list as it was
     assert add_neighbours(fused, sessions, members, NeighbourConfig(depth=0)) == (fused, {})
+
+
+def test_spread_sessions_decays_repeat_hits_of_one_session() -> None:
+    fused = [("a1", 1.0), ("a2", 0.9), ("a3", 0.8), ("b1", 0.6), ("x", 0.5)]
+    sessions = {"a1": "a", "a2": "a", "a3": "a", "b1": "b", "x": None}
+    spread = spread_sessions(fused, sessions, 0.5)
+    assert spread == [("a1", 1.0), ("b1", 0.6), ("x", 0.5), ("a2", pytest.approx(0.45)), ("a3", pytest.approx(0.2))]
+    assert spread_sessions(fused, sessions, 1.0) == fused
 
 
 # -- session documents (storage) --------------------------------------------------------------------
@@ -295,3 +308,15 @@ def test_score_fusion_is_selectable_per_config(store: SqliteStorage, embedder: W
     assert hits[0].memory.id == strong
     assert 1.0 <= hits[0].score <= 1.2      # BM25's best (1.0) plus at most the vector arm's weight
     assert 0.0 <= hits[1].score <= 0.2      # no word in common: the vector arm's share only
+
+
+def test_session_decay_lets_another_episode_into_the_head(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    a1 = writer.add("u", "Kayak trip on the lake, kayak rental booked.", "a")
+    a2 = writer.add("u", "The kayak paddles were heavy.", "a")
+    b1 = writer.add("u", "Thinking about a kayak for next summer.", "b")
+    config = SearchConfig(arms=(ArmConfig(Arm.TEXT),), fusion=Fusion.SCORE)
+    retriever = Retriever(store, embedder)
+    plain = [h.memory.id for h in retriever.search(SearchRequest("u", "kayak"), config)]
+    assert plain == [a1, a2, b1], plain
+    spread = [h.memory.id for h in retriever.search(SearchRequest("u", "kayak"), dataclasses.replace(config, session_decay=0.01))]
+    assert spread == [a1, b1, a2], (spread, plain)

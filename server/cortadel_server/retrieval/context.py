@@ -46,3 +46,20 @@ def add_neighbours(
                     scores[neighbour] = scores.get(neighbour, 0.0) + score * config.share**distance
                     lent.setdefault(neighbour, memory_id)
     return sorted(scores.items(), key=lambda item: -item[1]), lent
+
+
+def spread_sessions(
+    fused: Sequence[tuple[str, float]], session_of: Mapping[str, str | None], decay: float
+) -> list[tuple[str, float]]:
+    """Multiply each hit's score by ``decay`` for every better hit from its session, and re-sort:
+    the head of the list then spans more episodes. Hits without a session are left alone."""
+    seen: dict[str, int] = {}
+    out = []
+    for memory_id, score in fused:
+        session = session_of.get(memory_id)
+        if session is not None:
+            out.append((memory_id, score * decay ** seen.get(session, 0)))
+            seen[session] = seen.get(session, 0) + 1
+        else:
+            out.append((memory_id, score))
+    return sorted(out, key=lambda item: -item[1])

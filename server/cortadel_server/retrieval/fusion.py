@@ -62,10 +62,12 @@ def score_fusion(
     found: Mapping[str, Sequence[ScoredId]],
     weights: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float]]:
-    """Score-aware fusion: each arm's scores min-max normalised to [0, 1], then a weighted sum.
+    """Score-aware fusion: each arm's scores scaled to [0, 1], then a weighted sum.
 
-    Unlike RRF it keeps how far apart an arm's candidates are: a clear BM25 winner stays ahead of
-    a crowd of near-equal cosine neighbours. An arm whose scores are all equal gives each 1.0.
+    Scaling divides by the arm's best score (from a floor of 0, or of the lowest score when some
+    are negative), so an arm's last candidate still counts when its score is positive. Unlike RRF
+    it keeps how far apart an arm's candidates are: a clear BM25 winner stays ahead of a crowd of
+    near-equal cosine neighbours. An arm whose scores are all equal gives each 1.0.
     """
     scores: dict[str, float] = {}
     for arm, items in found.items():
@@ -73,7 +75,7 @@ def score_fusion(
         if weight <= 0 or not items:
             continue
         values = [item.score for item in items]
-        low, high = min(values), max(values)
+        low, high = min(min(values), 0.0), max(values)
         spread = high - low
         for item in items:
             normalised = (item.score - low) / spread if spread > 0 else 1.0

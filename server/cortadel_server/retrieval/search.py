@@ -19,7 +19,11 @@ import numpy as np
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
-from cortadel_server.retrieval.context import NeighbourConfig, add_neighbours
+from cortadel_server.retrieval.context import (
+    NeighbourConfig,
+    add_neighbours,
+    spread_sessions,
+)
 from cortadel_server.retrieval.fusion import (
     RRF_K,
     dense_ranks,
@@ -68,8 +72,10 @@ class SearchConfig:
     rerank_depth: int = 30
     #: neighbour context after fusion; None leaves it out
     neighbours: NeighbourConfig | None = None
+    #: per-session decay of fused scores over the head (1.0 or None: off); see spread_sessions
+    session_decay: float | None = None
     #: the session arm's settings when a request asks for it and the recipe has none
-    session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.3)
+    session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.2)
 
     def for_request(self, request: SearchRequest) -> SearchConfig:
         """This recipe with the request's switches applied (``include_session_arm``)."""
@@ -86,7 +92,7 @@ class SearchConfig:
 #: good hits down; the session arm adds the episode around the words that matched. Neighbour
 #: context stays available by config: with the context column in the text index it no longer paid.
 HYBRID = SearchConfig(
-    arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.1), ArmConfig(Arm.SESSION, weight=0.3)),
+    arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.1), ArmConfig(Arm.SESSION, weight=0.2)),
     fusion=Fusion.SCORE,
 )
 TEXT_ONLY = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
@@ -145,6 +151,9 @@ class Retriever:
             fused, lent = self._add_neighbours(ctx, fused, records, config.neighbours)
             missing = [mid for mid, _ in fused[:depth] if mid not in records]
             records.update(self.storage.get_memories(request.user_id, missing))
+        if config.session_decay is not None:
+            head = [(mid, score) for mid, score in fused[:depth] if mid in records]
+            fused = spread_sessions(head, {mid: records[mid].session_id for mid, _ in head}, config.session_decay)
         timings["fusion_ms"] = _ms(started)
 
         hits = [
