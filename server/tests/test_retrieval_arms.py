@@ -18,11 +18,6 @@ import pytest
 
 from cortadel_server.providers.embedding import WordLlamaEmbedder
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
-from cortadel_server.retrieval.context import (
-    NeighbourConfig,
-    add_neighbours,
-    spread_sessions,
-)
 from cortadel_server.retrieval.fusion import dense_ranks, fuse_ranks, score_fusion
 from cortadel_server.retrieval.search import (
     HYBRID,
@@ -31,6 +26,12 @@ from cortadel_server.retrieval.search import (
     Retriever,
     SearchConfig,
     SearchRequest,
+)
+from cortadel_server.retrieval.stages import (
+    NeighbourConfig,
+    add_neighbours,
+    spread_sessions,
+    weigh_questions,
 )
 from cortadel_server.storage.base import (
     EntityMention,
@@ -131,6 +132,24 @@ def test_spread_sessions_decays_repeat_hits_of_one_session() -> None:
     spread = spread_sessions(fused, sessions, 0.5)
     assert spread == [("a1", 1.0), ("b1", 0.6), ("x", 0.5), ("a2", pytest.approx(0.45)), ("a3", pytest.approx(0.2))]
     assert spread_sessions(fused, sessions, 1.0) == fused
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [("Where did you go?", True), ('She said "really?"', True), ("Great! What did you paint?  ", True),
+     ("Is it? I think so.", False), ("We went to Lisbon.", False), ("", False)],
+)
+def test_is_question_reads_the_end_of_the_memory(text: str, asks: bool) -> None:
+    from cortadel_server.retrieval.stages import is_question
+
+    assert is_question(text) is asks
+
+
+def test_weigh_questions_lowers_memories_that_ask() -> None:
+    fused = [("q", 1.0), ("s", 0.9), ("unknown", 0.85)]
+    texts = {"q": "Where did you go for the workshop?", "s": "We went to Lisbon."}
+    assert weigh_questions(fused, texts, 0.8) == [("s", 0.9), ("unknown", 0.85), ("q", 0.8)]
+    assert weigh_questions(fused, texts, 1.0) == fused
 
 
 # -- session documents (storage) --------------------------------------------------------------------
@@ -320,3 +339,17 @@ def test_session_decay_lets_another_episode_into_the_head(store: SqliteStorage, 
     assert plain == [a1, a2, b1], plain
     spread = [h.memory.id for h in retriever.search(SearchRequest("u", "kayak"), dataclasses.replace(config, session_decay=0.01))]
     assert spread == [a1, b1, a2], (spread, plain)
+
+
+def test_default_recipe_prefers_a_statement_to_an_equally_matching_question(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    question = writer.add("u", "Did you adopt the puppy from the shelter?", "s1")
+    writer.add("u", "Not yet, maybe next month.", "s1")
+    statement = writer.add("u", "We adopted the puppy from the shelter.", "s2")
+    retriever = Retriever(store, embedder)
+    hits = retriever.search(SearchRequest("u", "adopt puppy shelter"))
+    assert [h.memory.id for h in hits][:2] == [statement, question]
+    plain = retriever.search(SearchRequest("u", "adopt puppy shelter"), dataclasses.replace(HYBRID, question_weight=1.0))
+    before = {h.memory.id: h.score for h in plain}
+    after = {h.memory.id: h.score for h in hits}
+    assert after[question] == pytest.approx(0.8 * before[question])
+    assert after[statement] == pytest.approx(before[statement])

@@ -19,11 +19,6 @@ import numpy as np
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
-from cortadel_server.retrieval.context import (
-    NeighbourConfig,
-    add_neighbours,
-    spread_sessions,
-)
 from cortadel_server.retrieval.fusion import (
     RRF_K,
     dense_ranks,
@@ -32,6 +27,12 @@ from cortadel_server.retrieval.fusion import (
     trim_to_token_budget,
 )
 from cortadel_server.retrieval.request import SearchRequest
+from cortadel_server.retrieval.stages import (
+    NeighbourConfig,
+    add_neighbours,
+    spread_sessions,
+    weigh_questions,
+)
 from cortadel_server.storage.base import MemoryRecord, ScoredId, Storage
 
 __all__ = [
@@ -74,6 +75,8 @@ class SearchConfig:
     neighbours: NeighbourConfig | None = None
     #: per-session decay of fused scores over the head (1.0 or None: off); see spread_sessions
     session_decay: float | None = None
+    #: score factor of memories that end in a question, over the head (1.0: off); see weigh_questions
+    question_weight: float = 1.0
     #: the session arm's settings when a request asks for it and the recipe has none
     session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.2)
 
@@ -89,11 +92,13 @@ class SearchConfig:
 
 #: The default. Measured on LoCoMo (dev half, raw turns with session ids; see docs/benchmarks.md):
 #: score-aware fusion keeps BM25's margin where equal-weight RRF let the weaker vector arm drag
-#: good hits down; the session arm adds the episode around the words that matched. Neighbour
-#: context stays available by config: with the context column in the text index it no longer paid.
+#: good hits down; the session arm adds the episode around the words that matched; a memory that
+#: ends in a question is weaker evidence than a statement. Neighbour context stays available by
+#: config: with the context column in the text index it no longer paid.
 HYBRID = SearchConfig(
     arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.1), ArmConfig(Arm.SESSION, weight=0.2)),
     fusion=Fusion.SCORE,
+    question_weight=0.8,
 )
 TEXT_ONLY = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
 VECTOR_ONLY = SearchConfig(arms=(ArmConfig(Arm.VECTOR),))
@@ -145,14 +150,20 @@ class Retriever:
         else:
             fused = fuse_ranks(ranks, weights, k=config.rrf_k)
         depth = max(request.top_k, config.rerank_depth if request.rerank else 0)
-        records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:depth]])
+        # Re-ranking stages look at a wider head than they return, so what they lift has been seen.
+        reranking = config.question_weight != 1.0 or config.session_decay is not None
+        head_size = max(depth, config.rerank_depth) if reranking else depth
+        records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:head_size]])
         lent: dict[str, str] = {}
         if config.neighbours is not None and fused:
             fused, lent = self._add_neighbours(ctx, fused, records, config.neighbours)
-            missing = [mid for mid, _ in fused[:depth] if mid not in records]
+            missing = [mid for mid, _ in fused[:head_size] if mid not in records]
             records.update(self.storage.get_memories(request.user_id, missing))
+        if config.question_weight != 1.0:
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
+            fused = weigh_questions(head, {mid: records[mid].text for mid, _ in head}, config.question_weight)
         if config.session_decay is not None:
-            head = [(mid, score) for mid, score in fused[:depth] if mid in records]
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
             fused = spread_sessions(head, {mid: records[mid].session_id for mid, _ in head}, config.session_decay)
         timings["fusion_ms"] = _ms(started)
 

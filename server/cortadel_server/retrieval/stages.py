@@ -1,10 +1,14 @@
-"""Neighbour context: the turns around a strong hit, from the same session, as extra evidence.
+"""Stages after fusion: pure functions over the fused (id, score) list, best first.
 
     add_neighbours([("m2", 0.9)], {"m2": "s1"}, {"s1": ["m1", "m2", "m3"]}, NeighbourConfig(share=0.5))
     # ([("m2", 0.9), ("m1", 0.45), ("m3", 0.45)], {"m1": "m2", "m3": "m2"})
+    weigh_questions([("q", 1.0), ("s", 0.9)], {"q": "Where did you go?", "s": "We went to Lisbon."}, 0.8)
+    # [("s", 0.9), ("q", 0.8)]
 
-An answer often sits next to the turn that matches the question's words (a question and its
-reply). A pure function over fused scores; the retriever fetches the sessions it needs.
+Neighbour context: an answer often sits next to the turn that matches the question's words.
+Question weighting: a memory that asks something is weaker evidence than one that states
+something. Session spread: let the head of the list span more episodes. The retriever fetches
+the records and sessions these need.
 """
 
 from __future__ import annotations
@@ -62,4 +66,18 @@ def spread_sessions(
             seen[session] = seen.get(session, 0) + 1
         else:
             out.append((memory_id, score))
+    return sorted(out, key=lambda item: -item[1])
+
+
+def is_question(text: str) -> bool:
+    """A memory that ends by asking something ("…, what did you paint?")."""
+    return text.rstrip().rstrip("\"')»”").endswith("?")
+
+
+def weigh_questions(
+    fused: Sequence[tuple[str, float]], texts: Mapping[str, str], weight: float
+) -> list[tuple[str, float]]:
+    """Multiply the score of each memory that ends in a question by ``weight`` and re-sort.
+    Ids without a text in ``texts`` are left alone."""
+    out = [(mid, score * weight if mid in texts and is_question(texts[mid]) else score) for mid, score in fused]
     return sorted(out, key=lambda item: -item[1])
