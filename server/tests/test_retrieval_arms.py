@@ -109,6 +109,9 @@ def test_score_fusion_keeps_the_margin_of_a_clear_winner() -> None:
     # Equal-weight RRF over the same lists sees three near-ties: the margin is gone.
     rrf = dict(fuse_ranks({"text": dense_ranks(text), "vector": dense_ranks(vector)}))
     assert rrf["a"] == pytest.approx(rrf["c"]) and rrf["a"] / rrf["b"] < 1.001
+    # The lowest of scores that reach below zero still counts (fused scores stay above zero).
+    lowest = dict(score_fusion({"vector": [ScoredId("x", 0.5), ScoredId("y", -0.5)]}))
+    assert lowest["x"] == 1.0 and 0 < lowest["y"] <= 1e-6
     # One score for all: each gets the full weight.
     assert score_fusion({"session": [ScoredId("x", 4.0), ScoredId("y", 4.0)]}, {"session": 0.3}) == [("x", 0.3), ("y", 0.3)]
 

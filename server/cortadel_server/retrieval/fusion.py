@@ -9,6 +9,9 @@ from cortadel_server.storage.base import ScoredId
 #: The constant of reciprocal rank fusion (Cormack et al.): damps the head of each list.
 RRF_K = 60
 
+#: The least a candidate contributes in score fusion, so every fused score stays above zero.
+FOUND_FLOOR = 1e-6
+
 
 def dense_ranks(found: Sequence[ScoredId]) -> dict[str, int]:
     """1-based ranks of a best-first list in which equal scores share a rank (1, 1, 2, 3, 3, 4…).
@@ -78,7 +81,8 @@ def score_fusion(
         low, high = min(min(values), 0.0), max(values)
         spread = high - low
         for item in items:
-            normalised = (item.score - low) / spread if spread > 0 else 1.0
+            # Found by the arm counts for something: never exactly 0 (scores go out as rrf_score > 0).
+            normalised = max((item.score - low) / spread, FOUND_FLOOR) if spread > 0 else 1.0
             scores[item.id] = scores.get(item.id, 0.0) + weight * normalised
     return sorted(scores.items(), key=lambda item: -item[1])
 
