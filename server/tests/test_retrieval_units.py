@@ -136,3 +136,36 @@ def test_jobs_survive_a_crash_between_claim_and_finish(tmp_path: Path) -> None:
     assert second.claim_job(time.time() + 1) is None
     assert second.claim_job(time.time() + 7200) is not None
     second.close()
+
+
+def test_vector_cache_follows_writes_rollbacks_and_other_writers(tmp_path: Path) -> None:
+    ours = SqliteStorage(tmp_path / "cache.db")
+    theirs = SqliteStorage(tmp_path / "cache.db")  # another process on the same file, as `cortadel mcp` is
+    now = time.time()
+    a, b = _record("u", "alpha", now), _record("u", "beta", now)
+    ours.insert_memory(a, unit([1, 0, 0]))
+    probe = unit([1, 0.2, 0])
+
+    def found(store: SqliteStorage) -> list[str]:
+        return [h.id for h in store.vector_search("u", probe, MemoryFilters(), 10)]
+
+    assert found(ours) == [a.id]                       # loads and caches
+    ours.insert_memory(b, unit([0, 1, 0]))             # write-through append
+    assert found(ours) == [a.id, b.id]
+    ours.update_memory("u", a.id, expired_at=now, invalid_at=now, state="superseded")
+    assert found(ours) == [b.id]                       # write-through: no longer current
+    assert [h.id for h in ours.vector_search("u", probe, MemoryFilters(include_superseded=True), 10)] == [a.id, b.id]
+    c = _record("u", "gamma", now)
+    with pytest.raises(RuntimeError), ours.write():
+        ours.insert_memory(c, unit([1, 0.1, 0]))
+        assert found(ours)[0] == c.id                  # the writer sees its own uncommitted row
+        raise RuntimeError("roll back")
+    assert found(ours) == [b.id]                       # the rolled-back row left the cache too
+    d = _record("u", "delta", now)
+    theirs.insert_memory(d, unit([1, 0.2, 0]))         # a write our cache never saw
+    assert found(ours) == [d.id, b.id]
+    ours.delete_memories("u", [d.id])
+    assert found(ours) == [b.id]
+    assert found(theirs) == [b.id]
+    ours.close()
+    theirs.close()

@@ -13,7 +13,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,16 +74,49 @@ def fts_query(query: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique)
 
 
-@dataclass
 class _UserVectors:
-    version: int
-    rowids: np.ndarray
-    ids: list[str]
-    matrix: np.ndarray
-    current: np.ndarray
-    #: the current rows, precomputed: the default search multiplies only these
-    current_rows: np.ndarray
-    current_matrix: np.ndarray
+    """One user's embeddings in a growable matrix, kept in step with the database by write-through
+    deltas (see ``SqliteStorage._change_vectors``) and labelled with the user version it reflects."""
+
+    def __init__(self, version: int, dim: int, rowids: list[int], ids: list[str], vectors: np.ndarray, current: list[bool]) -> None:
+        self.version = version
+        self.dim = dim
+        self.n = len(ids)
+        capacity = max(16, self.n * 5 // 4)
+        self.rowids = np.full(capacity, -1, dtype=np.int64)
+        self.rowids[: self.n] = rowids
+        self.ids = list(ids)
+        self.index = {memory_id: i for i, memory_id in enumerate(ids)}
+        self.matrix = np.zeros((capacity, dim), dtype=np.float32)
+        self.matrix[: self.n] = vectors
+        self.current = np.zeros(capacity, dtype=bool)
+        self.current[: self.n] = current
+
+    def append(self, rowid: int, memory_id: str, vector: np.ndarray, current: bool) -> None:
+        if self.n == len(self.rowids):
+            grow = len(self.rowids)
+            self.rowids = np.concatenate([self.rowids, np.full(grow, -1, dtype=np.int64)])
+            self.matrix = np.concatenate([self.matrix, np.zeros((grow, self.dim), dtype=np.float32)])
+            self.current = np.concatenate([self.current, np.zeros(grow, dtype=bool)])
+        i = self.n
+        self.rowids[i] = rowid
+        self.matrix[i] = vector if len(vector) == self.dim else 0.0
+        self.current[i] = current
+        self.ids.append(memory_id)
+        self.index[memory_id] = i
+        self.n += 1
+
+    def set_current(self, memory_id: str, current: bool) -> None:
+        i = self.index.get(memory_id)
+        if i is not None:
+            self.current[i] = current
+
+    def remove(self, memory_ids: Sequence[str]) -> None:
+        for memory_id in memory_ids:
+            i = self.index.pop(memory_id, None)
+            if i is not None:  # a hole: no rowid matches it, never current
+                self.rowids[i] = -1
+                self.current[i] = False
 
 
 def _cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -115,12 +148,18 @@ class _VectorCache:
         with self._lock:
             old = self._users.pop(user_id, None)
             if old is not None:
-                self._held -= len(old.ids)
+                self._held -= old.n
             self._users[user_id] = entry
-            self._held += len(entry.ids)
+            self._held += entry.n
             while self._held > self._max and len(self._users) > 1:
                 _, dropped = self._users.popitem(last=False)
-                self._held -= len(dropped.ids)
+                self._held -= dropped.n
+
+    def drop(self, user_id: str) -> None:
+        with self._lock:
+            old = self._users.pop(user_id, None)
+            if old is not None:
+                self._held -= old.n
 
     def clear(self) -> None:
         with self._lock:
@@ -149,6 +188,7 @@ class SqliteStorage(Storage):
         self._write_lock = threading.RLock()
         self._write_owner: int | None = None
         self._vectors = _VectorCache()
+        self._changed_vectors: set[str] = set()
         self._all_conns: list[_Connection] = []
         self._conns_lock = threading.Lock()
         with self._translate():
@@ -213,23 +253,40 @@ class SqliteStorage(Storage):
             return
         with self._write_lock:
             self._write_owner = me
+            self._changed_vectors = set()
             try:
                 self._exec("BEGIN IMMEDIATE")
                 try:
                     yield
                 except BaseException:
                     self._exec("ROLLBACK")
+                    for user_id in self._changed_vectors:  # they hold what never committed
+                        self._vectors.drop(user_id)
                     raise
                 self._exec("COMMIT")
             finally:
                 self._write_owner = None
 
-    def _bump(self, user_id: str) -> None:
-        self._exec(
+    def _bump(self, user_id: str, change: Callable[[_UserVectors], None] | None = None) -> None:
+        """Move the user's version on and apply ``change`` to their cached vectors, write-through.
+
+        The cached entry follows only when it reflects the version just before this one; anything
+        else (a write by another process on the same file) drops it, to be reloaded on demand.
+        """
+        version = self._rows(
             "INSERT INTO user_versions(user_id, version) VALUES (?, 1) "
-            "ON CONFLICT(user_id) DO UPDATE SET version = version + 1",
+            "ON CONFLICT(user_id) DO UPDATE SET version = version + 1 RETURNING version",
             (user_id,),
-        )
+        )[0][0]
+        entry = self._vectors.get(user_id)
+        if entry is None:
+            return
+        if change is None or entry.version != version - 1:
+            self._vectors.drop(user_id)
+            return
+        change(entry)
+        entry.version = version
+        self._changed_vectors.add(user_id)
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
@@ -250,7 +307,9 @@ class SqliteStorage(Storage):
                     "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || char(10) || excluded.text",
                     (memory.user_id, memory.session_id, values["user_key"], memory.text),
                 )
-            self._bump(memory.user_id)
+            rowid = self._conn().last_insert_rowid()
+            vector = np.asarray(embedding, dtype=np.float32)
+            self._bump(memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
         unknown = set(fields) - _UPDATABLE
@@ -266,7 +325,12 @@ class SqliteStorage(Storage):
             )
             if touched or fields.get("session_id"):
                 self._rebuild_sessions(user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
-            self._bump(user_id)
+            now_current = self._rows(
+                "SELECT expired_at IS NULL AND invalid_at IS NULL FROM memories WHERE id = ? AND +user_id = ?",
+                (memory_id, user_id),
+            )
+            flag = bool(now_current[0][0]) if now_current else False
+            self._bump(user_id, lambda entry: entry.set_current(memory_id, flag))
 
     @staticmethod
     def _record(row: tuple[Any, ...]) -> MemoryRecord:
@@ -377,7 +441,7 @@ class SqliteStorage(Storage):
             )
             # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
             self._rebuild_sessions(user_id, sessions)
-            self._bump(user_id)
+            self._bump(user_id, lambda entry: entry.remove(existing))
             return len(existing)
 
     # -- session documents and turn context ------------------------------------------------------
@@ -489,76 +553,71 @@ class SqliteStorage(Storage):
             fetch *= 4
 
     def _user_vectors(self, user_id: str) -> _UserVectors | None:
-        """The user's embeddings, reusing what the cache holds: only new rows' blobs are read."""
-        version_rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
-        if not version_rows:
-            return None
-        version = version_rows[0][0]
-        cached = self._vectors.get(user_id)
-        if cached is not None and cached.version == version:
-            return cached
-        rows = self._rows(
-            "SELECT rowid, id, expired_at IS NULL AND invalid_at IS NULL FROM memories "
-            "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
-            (user_id,),
-        )
+        """The user's embeddings: the cached entry when it is at the user's version, else a reload.
+
+        Writes in this process keep the entry current (``_bump``), so a reload happens on first use,
+        after another process wrote, or after a rollback. Version and rows are read in one snapshot.
+        """
+        in_write = self._write_owner == threading.get_ident()
+        if not in_write:
+            self._exec("BEGIN")
+        try:
+            version_rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
+            if not version_rows:
+                return None
+            version = version_rows[0][0]
+            cached = self._vectors.get(user_id)
+            if cached is not None and cached.version == version:
+                return cached
+            rows = self._rows(
+                "SELECT rowid, id, embedding, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+                "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
+                (user_id,),
+            )
+        finally:
+            if not in_write:
+                self._exec("COMMIT")
         if not rows:
             return None
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        known = {int(r): i for i, r in enumerate(cached.rowids)} if cached is not None else {}
-        source = np.fromiter((known.get(int(r), -1) for r in rowids), dtype=np.int64, count=len(rows))
-        missing = rowids[source < 0]
-        fresh = dict(
-            self._rows(
-                "SELECT rowid, embedding FROM memories WHERE rowid IN (SELECT value FROM json_each(?))",
-                (json.dumps(missing.tolist()),),
-            )
-        ) if missing.size else {}
-        dim = cached.matrix.shape[1] if cached is not None else len(next(iter(fresh.values()))) // 4
-        matrix = np.zeros((len(rows), dim), dtype=np.float32)
-        reused = source >= 0
-        if cached is not None:
-            matrix[reused] = cached.matrix[source[reused]]
-        for i in np.flatnonzero(~reused):
-            blob = fresh[int(rowids[i])]
-            if len(blob) == dim * 4:  # a vector of another dimension stays zero: it cannot match
-                matrix[i] = np.frombuffer(blob, dtype=np.float32)
-        current = np.fromiter((bool(r[2]) for r in rows), dtype=bool, count=len(rows))
+        dim = len(rows[0][2]) // 4
+        # A vector of another dimension (before a reindex) stays zero: it cannot match.
+        blobs = b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows)
         entry = _UserVectors(
             version=version,
-            rowids=rowids,
+            dim=dim,
+            rowids=[r[0] for r in rows],
             ids=[r[1] for r in rows],
-            matrix=matrix,
-            current=current,
-            current_rows=np.flatnonzero(current),
-            current_matrix=np.ascontiguousarray(matrix[current]),
+            vectors=np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), dim),
+            current=[bool(r[3]) for r in rows],
         )
-        self._vectors.put(user_id, entry)
+        if not in_write:  # inside a write it may show rows that never commit
+            self._vectors.put(user_id, entry)
         return entry
 
     def vector_search(
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
     ) -> list[ScoredId]:
         entry = self._user_vectors(user_id)
-        if entry is None or entry.matrix.shape[1] != len(vector):
+        if entry is None or entry.dim != len(vector):
             return []
-        query = np.asarray(vector, dtype=np.float32)
+        n = entry.n
         if filters.narrows:
             where, params = self._where(user_id, filters)
             allowed = np.fromiter(
                 (r[0] for r in self._rows(f"SELECT rowid FROM memories WHERE {where}", params)), dtype=np.int64
             )
-            rows = np.flatnonzero(np.isin(entry.rowids, allowed))
-            scores = _cosine(entry.matrix[rows], query)
+            mask = np.isin(entry.rowids[:n], allowed)
         else:
-            rows = entry.current_rows
-            scores = _cosine(entry.current_matrix, query)
-        if rows.size == 0:
+            mask = entry.current[:n]
+        count = int(mask.sum())
+        if count == 0:
             return []
-        k = min(limit, rows.size)
+        scores = _cosine(entry.matrix[:n], np.asarray(vector, dtype=np.float32))
+        scores[~mask] = -np.inf
+        k = min(limit, count)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [ScoredId(entry.ids[rows[i]], float(scores[i])) for i in top]
+        return [ScoredId(entry.ids[i], float(scores[i])) for i in top]
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
