@@ -188,7 +188,8 @@ class SqliteStorage(Storage):
         self._write_lock = threading.RLock()
         self._write_owner: int | None = None
         self._vectors = _VectorCache()
-        self._changed_vectors: set[str] = set()
+        #: users whose rows the open write transaction changed (their cached vectors are dropped on rollback)
+        self._bumped: set[str] = set()
         self._all_conns: list[_Connection] = []
         self._conns_lock = threading.Lock()
         with self._translate():
@@ -253,14 +254,14 @@ class SqliteStorage(Storage):
             return
         with self._write_lock:
             self._write_owner = me
-            self._changed_vectors = set()
+            self._bumped = set()
             try:
                 self._exec("BEGIN IMMEDIATE")
                 try:
                     yield
                 except BaseException:
                     self._exec("ROLLBACK")
-                    for user_id in self._changed_vectors:  # they hold what never committed
+                    for user_id in self._bumped:  # the cache may hold what never committed
                         self._vectors.drop(user_id)
                     raise
                 self._exec("COMMIT")
@@ -278,6 +279,7 @@ class SqliteStorage(Storage):
             "ON CONFLICT(user_id) DO UPDATE SET version = version + 1 RETURNING version",
             (user_id,),
         )[0][0]
+        self._bumped.add(user_id)
         entry = self._vectors.get(user_id)
         if entry is None:
             return
@@ -286,7 +288,6 @@ class SqliteStorage(Storage):
             return
         change(entry)
         entry.version = version
-        self._changed_vectors.add(user_id)
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
@@ -590,7 +591,8 @@ class SqliteStorage(Storage):
             vectors=np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), dim),
             current=[bool(r[3]) for r in rows],
         )
-        if not in_write:  # inside a write it may show rows that never commit
+        # Inside a write, rows this transaction changed may never commit: cache only a clean view.
+        if not in_write or user_id not in self._bumped:
             self._vectors.put(user_id, entry)
         return entry
 
