@@ -253,3 +253,14 @@ def test_from_conversation_items_carry_all_four_keys(api: httpx.Client, user: st
     assert item == {"id": item["id"], "memory": "User keeps their bonsai on the balcony.", "event": "ADD", "error": None}
     nothing = api.post("/api/v1/memories/from-conversation", json={"user_id": user, "messages": [{"role": "user", "content": "Hi! Thanks!"}]}).json()
     assert nothing == {"no_facts_extracted": True}
+
+
+def test_verbatim_chat_turns_are_never_read_as_commands_or_corrections(api: httpx.Client, user: str) -> None:
+    first = add(api, user, "Thanks, Gina! The cake you baked was amazing.")
+    second = add(api, user, "Thanks, Gina! See you at the concert on Friday.")
+    question = add(api, user, "How do you feel now that the kitchen renovation is finished?")
+    assert [first["event"], second["event"], question["event"]] == ["ADD", "ADD", "ADD"]
+    listing = api.get("/api/v1/memories", params={"user_id": user}).json()
+    assert listing["total"] == 3 and all(i["is_current"] for i in listing["items"])
+    # A single verbatim statement is still read for intent and deduplicated.
+    assert add(api, user, "Thanks, Gina! See you at the concert on Friday.")["event"] == "SKIP_DUPLICATE"

@@ -134,6 +134,15 @@ def split_sentences(text: str) -> list[str]:
     return pieces
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
+
+
+def is_compound(text: str) -> bool:
+    """A question, or more than one sentence: raw text rather than one statement."""
+    stripped = text.strip()
+    return "?" in stripped or bool(_SENTENCE_BREAK.search(stripped))
+
+
 class RulesExtractor:
     """The default extractor: no model, no network, the same output for the same input."""
 
@@ -161,7 +170,12 @@ class RulesExtractor:
         return candidates
 
     def verbatim(self, text: str, turn: Turn) -> Candidate:
-        """`text` kept exactly as written, with only its intent recognised (for `infer: false`)."""
+        """`text` kept exactly as written, with only its intent recognised (for `infer: false`).
+
+        Only a single statement can be a command ("Forget my old address."): a question or a text
+        of several sentences (a raw chat turn) is stored as it is, with no intent read into it."""
+        if is_compound(text):
+            return make_candidate(text, turn, self.taxonomy)
         found = self._sentence(text, turn, "User", None, True)
         if found is None or found.intent is Intent.REMEMBER:
             return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False)

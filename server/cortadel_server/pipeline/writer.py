@@ -64,7 +64,7 @@ from cortadel_server.pipeline.model import (
     Neighbour,
     Turn,
 )
-from cortadel_server.pipeline.rules import RulesExtractor
+from cortadel_server.pipeline.rules import RulesExtractor, is_compound
 from cortadel_server.providers import build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.storage.base import (
@@ -266,6 +266,10 @@ class Writer:
             decision = decide(candidate, neighbours)
             if judged is not None and judged[0] == decision:
                 decision = judged[1]
+            if decision.event is Event.SUPERSEDE and not scope.infer and is_compound(candidate.text):
+                # Two raw turns that start alike are not one fact corrected: verbatim text of several
+                # sentences is only deduplicated.
+                decision = Decision(Event.ADD, (), "verbatim text is only deduplicated")
             return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours})
 
     def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray) -> list[Neighbour]:
