@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from cortadel_server.api import schemas
 from cortadel_server.pipeline.writer import WriteOutcome
@@ -35,57 +36,38 @@ def ingest_item(outcome: WriteOutcome) -> schemas.ConversationIngestItem:
     return schemas.ConversationIngestItem(id=outcome.id or "", memory=outcome.memory, event=outcome.event, error=outcome.error)
 
 
+def _record_fields(m: MemoryRecord) -> dict[str, Any]:
+    """The fields list items and the detail share; only the text's key and a few extras differ."""
+    return {
+        "id": m.id,
+        "created_at": int(m.created_at),
+        "state": m.state,
+        "app_id": m.app_name,
+        "app_name": m.app_name,
+        "categories": m.categories,
+        "memory_type": m.memory_type,
+        "extraction_status": m.extraction_status,
+        "valid_at": iso(m.valid_at),
+        "invalid_at": iso(m.invalid_at),
+        "is_current": m.is_current,
+        "is_global": False,
+        "metadata_": m.metadata,
+        "gist": m.gist,
+        "tags": m.tags,
+        "project": m.project,
+        "session_id": m.session_id,
+        "source_turn_uuids": m.source_turn_uuids,
+        "superseded_by": m.superseded_by,
+        "expired_at": iso(m.expired_at),
+    }
+
+
 def list_item(m: MemoryRecord) -> schemas.MemoryListItemResponse:
-    return schemas.MemoryListItemResponse(
-        id=m.id,
-        content=m.text,
-        created_at=int(m.created_at),
-        state=m.state,
-        app_id=m.app_name,
-        app_name=m.app_name,
-        categories=m.categories,
-        memory_type=m.memory_type,
-        extraction_status=m.extraction_status,
-        valid_at=iso(m.valid_at),
-        invalid_at=iso(m.invalid_at),
-        is_current=m.is_current,
-        is_global=False,
-        metadata_=m.metadata,
-        gist=m.gist,
-        tags=m.tags,
-        project=m.project,
-        session_id=m.session_id,
-        source_turn_uuids=m.source_turn_uuids,
-        superseded_by=m.superseded_by,
-        expired_at=iso(m.expired_at),
-    )
+    return schemas.MemoryListItemResponse(content=m.text, **_record_fields(m))
 
 
 def detail(m: MemoryRecord) -> schemas.MemoryDetailResponse:
-    return schemas.MemoryDetailResponse(
-        id=m.id,
-        text=m.text,
-        created_at=int(m.created_at),
-        state=m.state,
-        app_id=m.app_name,
-        app_name=m.app_name,
-        categories=m.categories,
-        metadata_=m.metadata,
-        valid_at=iso(m.valid_at),
-        invalid_at=iso(m.invalid_at),
-        is_current=m.is_current,
-        superseded_by=m.superseded_by,
-        is_global=False,
-        gist=m.gist,
-        memory_type=m.memory_type,
-        tags=m.tags,
-        project=m.project,
-        session_id=m.session_id,
-        source_turn_uuids=m.source_turn_uuids,
-        transcript_path=m.transcript_path,
-        extraction_status=m.extraction_status,
-        expired_at=iso(m.expired_at),
-    )
+    return schemas.MemoryDetailResponse(text=m.text, transcript_path=m.transcript_path, **_record_fields(m))
 
 
 def search_result(hit: Hit) -> schemas.HybridSearchResult:
