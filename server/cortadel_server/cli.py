@@ -28,6 +28,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from cortadel_server.listening import ListeningServer
     from cortadel_server.server import build_app
 
     settings = _settings(args)
@@ -35,9 +36,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if settings.auth_secret is None and settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding to %s with no CORTADEL_AUTH_SECRET: every memory is open to anyone who can reach this port", settings.host)
     app = build_app(settings)
-    log.info("Cortadel %s serving on http://%s:%s (data: %s)", __version__, settings.host, settings.port, settings.database_path)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False, log_config=None)
-    return 0
+    port_file = Path(args.port_file) if args.port_file else None
+
+    def listening(port: int) -> None:
+        log.info("Cortadel %s serving on http://%s:%s (data: %s)", __version__, settings.host, port, settings.database_location)
+        if port_file is not None:
+            partial = port_file.with_name(port_file.name + ".partial")
+            partial.write_text(f"{port}\n", encoding="utf-8")
+            partial.replace(port_file)  # a reader never sees a half-written file
+
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False, log_config=None)
+    server = ListeningServer(config, on_listening=listening)
+    server.run()
+    return 0 if server.started else 3  # 3: uvicorn's own exit code for a failed startup
 
 
 def cmd_mint_key(args: argparse.Namespace) -> int:
@@ -65,6 +76,20 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         print(f"Re-embedded {count} memories with {service.model_label} (dimension {service.embedder.dim}).")
     finally:
         service.close()
+    return 0
+
+
+def cmd_delete_user(args: argparse.Namespace) -> int:
+    from cortadel_server.service import MemoryService
+
+    settings = _settings(args).replace(allow_dim_mismatch=True)  # erasing needs no vector search
+    configure_logging(settings)
+    service = MemoryService.open(settings)
+    try:
+        erased = service.delete_user(args.user_id)
+    finally:
+        service.close()
+    print(json.dumps({"user_id": args.user_id, "erased": erased}, indent=2))
     return 0
 
 
@@ -104,14 +129,18 @@ def parser() -> argparse.ArgumentParser:
 
     serve = with_data(sub.add_parser("serve", help="run the REST + MCP server"))
     serve.add_argument("--host", help="interface to bind (CORTADEL_HOST; default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (CORTADEL_PORT; default 3001)")
+    serve.add_argument("--port", type=int, help="port (CORTADEL_PORT; default 3001; 0 lets the system pick a free one)")
+    serve.add_argument("--port-file", help="once listening, write the bound port to this file (for --port 0)")
     serve.set_defaults(func=cmd_serve)
 
     mint = sub.add_parser("mint-key", help="print an API key bound to a user (needs CORTADEL_AUTH_SECRET)")
     mint.add_argument("user_id")
     mint.set_defaults(func=cmd_mint_key)
 
-    with_data(sub.add_parser("reindex", help="re-embed every memory with the configured embedder")).set_defaults(func=cmd_reindex)
+    with_data(sub.add_parser("reindex", help="re-embed every memory with the configured embedder (resumes an interrupted run)")).set_defaults(func=cmd_reindex)
+    delete_user = with_data(sub.add_parser("delete-user", help="erase everything of one user and print the receipt"))
+    delete_user.add_argument("user_id")
+    delete_user.set_defaults(func=cmd_delete_user)
     sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
 
     openapi = sub.add_parser("openapi", help="write the generated OpenAPI spec")

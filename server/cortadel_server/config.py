@@ -16,6 +16,7 @@ from typing import Any
 from cortadel_server.errors import ConfigError
 
 ENV_PREFIX = "CORTADEL_"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -89,8 +90,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("host", _text, "127.0.0.1", "Interface to bind. Anything beyond loopback without an auth secret logs a warning."),
     Setting("port", _int_range(0, 65535), 3001, "TCP port for REST and MCP."),
     Setting("data", _text, "./data/cortadel.db", "SQLite database file (created with its folder if missing)."),
-    Setting("database_url", _optional_text, None, "A database URL; when set it wins over `data` (`sqlite:///path/file.db`)."),
+    Setting("database_url", _optional_text, None, "A database URL; when set it wins over `data`: `sqlite:///path/file.db`, or `postgresql://user:password@host:5432/db` for PostgreSQL with pgvector (docs/scaling.md)."),
     Setting("auth_secret", _optional_text, None, "HMAC secret for API keys. Unset: every endpoint is open."),
+    Setting("admin_key", _optional_text, None, "The admin credential, for operations on every user (reindex) or any user (delete-user); user keys never pass. Unset with an auth secret: admin operations are refused."),
     Setting("embedder", _choice("wordllama", "onnx", "openai"), "wordllama", "Embedding provider."),
     Setting("embedder_model", _optional_text, None, "Model for the embedder: wordllama config name (default l2_supercat), the ONNX model directory, or the remote model name."),
     Setting("embedder_url", _optional_text, None, "Base URL of an OpenAI-compatible embeddings API (e.g. http://localhost:11434/v1)."),
@@ -104,10 +106,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_url", _optional_text, None, "Base URL of an OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, LiteLLM)."),
     Setting("llm_model", _optional_text, None, "Chat model name for the `llm` extractor."),
     Setting("llm_api_key", _optional_text, None, "API key sent to the chat API."),
-    Setting("llm_timeout", _float_range(0.1, 600), 30.0, "Seconds before one LLM call is abandoned."),
+    Setting("llm_timeout", _float_range(0.1, 600), 30.0, "Seconds the LLM calls of one write request may take together (extraction, repair, every verdict), reading whole answers and retries included."),
     Setting("llm_fallback", _choice("rules", "error"), "rules", "On an LLM outage: fall back to the rules extractor, or report `ERROR` items."),
     Setting("categories", _optional_text, None, "Comma-separated category taxonomy replacing the built-in one."),
+    Setting("max_conversation_bytes", _int_range(64 * 1024, 1024**3), 4 * 1024**2, "Largest body of a from-conversation request or an MCP message, in bytes (413 beyond)."),
+    Setting("mcp_max_sessions", _int_range(1, 1_000_000), 1000, "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
+    Setting("mcp_session_idle_timeout", _float_range(1, 86400), 600.0, "Seconds after which an idle MCP session is closed."),
     Setting("query_timeout", _float_range(0.01, 600), 10.0, "Seconds after which one database query is interrupted."),
+    Setting("write_budget", _float_range(0.1, 3600), 60.0, "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
+    Setting("write_workers", _int_range(1, 64), 4, "REST write requests processed at once; more wait their turn without holding a thread."),
+    Setting("read_workers", _int_range(1, 256), 16, "REST searches processed at once, apart from the writes so waiting writes never slow them."),
     Setting("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
     Setting("log_format", _choice("plain", "json"), "plain", "Log line format."),
     Setting("allow_dim_mismatch", _bool, False, "Start even when stored vectors have another dimension than the embedder (vector search is then degraded until `cortadel reindex`)."),
@@ -121,6 +129,7 @@ class Settings:
     data: str = "./data/cortadel.db"
     database_url: str | None = None
     auth_secret: str | None = None
+    admin_key: str | None = None
     embedder: str = "wordllama"
     embedder_model: str | None = None
     embedder_url: str | None = None
@@ -137,20 +146,43 @@ class Settings:
     llm_timeout: float = 30.0
     llm_fallback: str = "rules"
     categories: str | None = None
+    max_conversation_bytes: int = 4 * 1024**2
+    mcp_max_sessions: int = 1000
+    mcp_session_idle_timeout: float = 600.0
     query_timeout: float = 10.0
+    write_budget: float = 60.0
+    write_workers: int = 4
+    read_workers: int = 16
     log_level: str = "info"
     log_format: str = "plain"
     allow_dim_mismatch: bool = False
 
     @property
-    def database_path(self) -> Path:
-        """The SQLite file this server uses."""
+    def postgres_url(self) -> str | None:
+        """The PostgreSQL database this server uses, or None for SQLite."""
         url = self.database_url
-        if url:
+        return url if url and url.startswith(POSTGRES_SCHEMES) else None
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file this server uses (when ``postgres_url`` is None)."""
+        url = self.database_url
+        if url and not self.postgres_url:
             if not url.startswith("sqlite:///"):
-                raise ConfigError(f"CORTADEL_DATABASE_URL: unsupported scheme in {url!r} (expected sqlite:///path)")
+                raise ConfigError(
+                    f"CORTADEL_DATABASE_URL: unsupported scheme in {url.split('://')[0]!r} "
+                    "(expected sqlite:///path or postgresql://…)"
+                )
             return Path(url.removeprefix("sqlite:///"))
         return Path(self.data)
+
+    @property
+    def database_location(self) -> str:
+        """Where the data lives, for the log: the SQLite file, or the PostgreSQL host and database."""
+        url = self.postgres_url
+        if url is None:
+            return str(self.database_path)
+        return url.rpartition("@")[2] if "@" in url else url.partition("://")[2]
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -185,4 +217,7 @@ class Settings:
             raise ConfigError("CORTADEL_RERANKER_URL: required when CORTADEL_RERANKER=http")
         if self.extractor == "llm" and not (self.llm_url and self.llm_model):
             raise ConfigError("CORTADEL_LLM_URL: CORTADEL_LLM_URL and CORTADEL_LLM_MODEL are required when CORTADEL_EXTRACTOR=llm")
-        self.database_path  # noqa: B018 - validates the URL scheme
+        path = self.database_path  # also validates the URL scheme
+        if self.postgres_url is None and path.is_dir():  # SQLite would only say "unable to open database file"
+            setting = "CORTADEL_DATABASE_URL" if self.database_url else "CORTADEL_DATA (--data)"
+            raise ConfigError(f"{setting}: {path} is a directory; it wants the database file's path, e.g. {path / 'cortadel.db'}")

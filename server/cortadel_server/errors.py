@@ -12,6 +12,8 @@
         ├── Forbidden          403 forbidden
         ├── ValidationFailed   400 validation_error, with per-field messages
         └── PayloadTooLarge    413 payload_too_large
+            └── BudgetExceeded 413: extracting facts would take longer than CORTADEL_WRITE_BUDGET
+    RequestCancelled           the client went away: the request's remaining work is dropped
 """
 
 from __future__ import annotations
@@ -71,10 +73,18 @@ class PayloadTooLarge(RequestError):
     code = "payload_too_large"
 
 
+class BudgetExceeded(PayloadTooLarge):
+    """The request needs more work than one request may spend; smaller parts would pass."""
+
+
+class RequestCancelled(CortadelError):
+    """The client stopped waiting; nothing answers it, so the work stops at the next safe point."""
+
+
 class ValidationFailed(RequestError):
     status = 400
     code = "validation_error"
 
-    def __init__(self, errors: dict[str, list[str]], message: str = "One or more validation errors occurred.") -> None:
-        super().__init__(message)
+    def __init__(self, errors: dict[str, list[str]], message: str | None = None) -> None:
+        super().__init__(message or "; ".join(f"{name}: {reasons[0]}" for name, reasons in errors.items()))
         self.errors = errors

@@ -1,64 +1,102 @@
 """Run a real Cortadel server as a subprocess on a free loopback port, for test suites.
 
+The child binds port 0 and reports the port the system gave it (``serve --port-file``), so no
+port is picked here and then lost to another process before the child binds it.
+
     with running_server(env={"CORTADEL_AUTH_SECRET": "s3cret"}) as server:
         httpx.get(f"{server.base_url}/api/health")
         key = server.mint_key("alice")
 
-Used by this package's tests, the Python SDK's tests and the benchmark harness.
+Used by this package's tests, the Python SDK's tests and the benchmark harness. The test suites
+keep what they install or assemble between runs (the MiniLM model, the published SDK) with
+:func:`cached_folder` under :func:`cache_root`.
 """
 
 from __future__ import annotations
 
 import os
-import socket
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
 from cortadel_server.auth import mint_key
 
+#: set to "postgres" to run every ServerProcess that names no database URL on a scratch PostgreSQL
+#: database (cortadel_server.testing_postgres) instead of its SQLite file
+TEST_BACKEND_ENV = "CORTADEL_TEST_BACKEND"
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+
+def chosen_database_url() -> str | None:
+    """A scratch PostgreSQL database when ``CORTADEL_TEST_BACKEND=postgres``, else None (SQLite)."""
+    backend = os.environ.get(TEST_BACKEND_ENV, "sqlite")
+    if backend == "sqlite":
+        return None
+    if backend != "postgres":
+        raise RuntimeError(f"{TEST_BACKEND_ENV}={backend!r}: expected sqlite or postgres")
+    from cortadel_server.testing_postgres import scratch_database
+
+    return scratch_database()
 
 
 class ServerProcess:
-    """A `cortadel serve` child process bound to 127.0.0.1."""
+    """A `cortadel serve` child process bound to 127.0.0.1, on the SQLite file ``data`` or, when
+    given (or chosen by ``CORTADEL_TEST_BACKEND``), the database at ``database_url``."""
 
-    def __init__(self, data: Path, env: Mapping[str, str] | None = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        data: Path,
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+        log: Path | None = None,
+        database_url: str | None = None,
+    ) -> None:
         self.data = data
+        self.log = log  # a file the server's output is appended to (else it goes to ours)
         self.env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **(env or {})}
-        self.port = port or free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.database_url = database_url or self.env.get("CORTADEL_DATABASE_URL") or chosen_database_url()
+        if self.database_url:
+            self.env["CORTADEL_DATABASE_URL"] = self.database_url
+        self.port = port or 0  # 0 until the first start reports the port; restarts keep it
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def base_url(self) -> str:
+        if not self.port:
+            raise RuntimeError("the server has no port before its first start()")
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self, timeout: float = 60.0) -> None:
+        output = self.log.open("ab") if self.log is not None else None
+        report = Path(tempfile.mkdtemp(prefix="cortadel-port-"))
+        port_file = report / "port"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--data", str(self.data)],
-            env=self.env,
+             "--port", str(self.port), "--port-file", str(port_file), "--data", str(self.data)],
+            env=self.env, stdout=output, stderr=subprocess.STDOUT if output else None,
         )
-        deadline = time.monotonic() + timeout
-        while True:
+        if output is not None:
+            output.close()  # the child holds its own descriptor
+        try:
+            self.port = self._wait_for_port(port_file, time.monotonic() + timeout)
+        finally:
+            shutil.rmtree(report, ignore_errors=True)
+
+    def _wait_for_port(self, port_file: Path, deadline: float) -> int:
+        """The port the child reports once its app has started and its socket accepts connections."""
+        assert self.process is not None
+        while not port_file.exists():
             if self.process.poll() is not None:
                 raise RuntimeError(f"cortadel serve exited with code {self.process.returncode} before it was ready")
-            try:
-                if httpx.get(f"{self.base_url}/api/health", timeout=2).status_code in (200, 503):
-                    return
-            except httpx.TransportError:
-                pass
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError("cortadel serve did not become ready in time")
             time.sleep(0.05)
+        return int(port_file.read_text(encoding="utf-8"))
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -87,11 +125,37 @@ class ServerProcess:
 
 
 @contextmanager
-def running_server(env: Mapping[str, str] | None = None, data: Path | None = None) -> Iterator[ServerProcess]:
+def running_server(
+    env: Mapping[str, str] | None = None, data: Path | None = None, database_url: str | None = None
+) -> Iterator[ServerProcess]:
     with tempfile.TemporaryDirectory(prefix="cortadel-test-") as tmp:
-        server = ServerProcess(data or Path(tmp) / "cortadel.db", env)
+        server = ServerProcess(data or Path(tmp) / "cortadel.db", env, database_url=database_url)
         server.start()
         try:
             yield server
         finally:
             server.stop()
+
+
+def cache_root() -> Path:
+    """Where test suites keep artefacts between runs: ``$XDG_CACHE_HOME/cortadel`` (``~/.cache/cortadel``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cortadel"
+
+
+def cached_folder(target: Path, fill: Callable[[Path], None]) -> Path:
+    """``target``, made by ``fill(staging)`` the first time: it fills a sibling folder that is then
+    renamed into place, so a concurrent or interrupted run never leaves or sees a half-filled one."""
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        fill(staging)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not target.is_dir():  # not another run finishing first: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

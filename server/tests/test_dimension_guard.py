@@ -8,18 +8,15 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
+from support.minilm import minilm_dir
 
 from cortadel_server.testing import ServerProcess
 
-MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-int8"
-ONNX_ENV = {"CORTADEL_EMBEDDER": "onnx", "CORTADEL_EMBEDDER_MODEL": str(MINILM)}
-
-pytestmark = pytest.mark.skipif(not (MINILM / "model.onnx").exists(), reason="MiniLM ONNX model not present")
+ONNX_ENV = {"CORTADEL_EMBEDDER": "onnx", "CORTADEL_EMBEDDER_MODEL": str(minilm_dir())}
 
 
 def cortadel(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cortadel_server", *args], env={**os.environ, **env},
+    return subprocess.run([sys.executable, "-m", "cortadel_server", *args], check=False, env={**os.environ, **env},
                           capture_output=True, text=True, timeout=300)
 
 

@@ -5,6 +5,8 @@ Stored values are cross-checked through the REST API.
 
 from __future__ import annotations
 
+import json
+
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -137,7 +139,7 @@ async def test_add_memories_stores_each_item_under_the_client_name(server: Serve
         })
     items = result.structured_content["results"]
     assert [(i["event"], i["error"]) for i in items] == [("ADD", None), ("ADD", None)]
-    assert text_of(result) == "\n".join(f"ADD {i['id']}: {i['memory']}" for i in items)
+    assert text_of(result) == "\n".join(f"ADD {i['id']}: {json.dumps(i['memory'])}" for i in items)
     tea, rex = (rest_get(server, user, i["id"]) for i in items)
     # through the write pipeline: a first-person statement is stored as a fact about the user
     assert tea["text"] == items[0]["memory"] == "User prefers green tea over coffee."
@@ -191,7 +193,7 @@ async def test_add_conversation_stores_each_fact_with_its_provenance(server: Ser
         })
     items = result.structured_content["results"]
     assert [i["event"] for i in items] == ["ADD", "ADD"]
-    assert text_of(result) == "\n".join(f"ADD {i['id']}: {i['memory']}" for i in items)
+    assert text_of(result) == "\n".join(f"ADD {i['id']}: {json.dumps(i['memory'])}" for i in items)
     stored = [rest_get(server, user, i["id"]) for i in items]
     assert [s["text"] for s in stored] == [i["memory"] for i in items]
     assert "Berlin" in stored[0]["text"] and "nurse" in stored[1]["text"]
@@ -231,7 +233,7 @@ async def test_search_memory_finds_a_memory_with_full_content(server: ServerProc
     assert text_of(result).splitlines()[0] == '1 memory for "green tea", best first:'
     [rest_hit] = rest_search(server, user, "green tea", top_k=1)["results"]
     assert (rest_hit["id"], rest_hit["rrf_score"], rest_hit["content"]) == (hit["id"], hit["score"], hit["content"])
-    assert text_of(result).splitlines()[1].startswith(f"1. [{tea}] Ana prefers green tea over coffee. (score ")
+    assert text_of(result).splitlines()[1].startswith(f'1. [{tea}] "Ana prefers green tea over coffee." (score ')
 
 
 async def test_search_memory_headline_detail_returns_id_gist_and_score(server: ServerProcess, user: str) -> None:
@@ -242,7 +244,7 @@ async def test_search_memory_headline_detail_returns_id_gist_and_score(server: S
     assert set(hit) == {"id", "gist", "score"}
     assert hit["id"] == rex
     assert hit["gist"] == rest_get(server, user, rex)["gist"]
-    assert text_of(result).splitlines()[1] == f"1. [{rex}] {hit['gist']} (score {hit['score']:.4f})"
+    assert text_of(result).splitlines()[1] == f"1. [{rex}] {json.dumps(hit['gist'])} (score {hit['score']:.4f})"
 
 
 async def test_search_memory_without_query_browses_newest_first(server: ServerProcess, user: str) -> None:
@@ -270,7 +272,7 @@ async def test_search_memory_ids_looks_up_directly_and_lists_unknown_ids(server:
     assert data["mode"] == "lookup"
     assert [r["content"] for r in data["results"]] == ["Ana bakes bread on Fridays."]
     assert data["missing_ids"] == [unknown, "not-a-uuid"]
-    assert text_of(result).endswith(f"Not found: {unknown}, not-a-uuid")
+    assert text_of(result).endswith(f'Not found: "{unknown}", "not-a-uuid"')
 
 
 async def test_search_memory_filters_by_tag_and_memory_type(server: ServerProcess, user: str) -> None:
@@ -319,7 +321,7 @@ async def test_get_skill_returns_matching_procedures_as_steps(server: ServerProc
     [skill] = result.structured_content["skills"]
     assert skill["id"] == release
     assert skill["steps"] == ["run the tests", "tag the commit", "push the tag to origin"]
-    assert text_of(result).splitlines()[2:] == ["   1. run the tests", "   2. tag the commit", "   3. push the tag to origin"]
+    assert text_of(result).splitlines()[2:] == ['   1. "run the tests"', '   2. "tag the commit"', '   3. "push the tag to origin"']
     # the only procedure is about releasing; a search ranks it for any task, so it is returned with its score
     assert [s["id"] for s in nothing.structured_content["skills"]] == [release]
 

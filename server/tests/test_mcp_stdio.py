@@ -39,7 +39,7 @@ def test_stdio_serves_the_tools_against_the_local_data(tmp_path: Path) -> None:
     assert session["tools"] == TOOL_NAMES
     [added] = session["added"].structured_content["results"]
     assert (added["event"], added["memory"]) == ("ADD", "The build server is called hal-9.")
-    assert session["added"].content[0].text == f"ADD {added['id']}: The build server is called hal-9."
+    assert session["added"].content[0].text == f"ADD {added['id']}: " + '"The build server is called hal-9."'
     [hit] = session["found"].structured_content["results"]
     assert (hit["id"], hit["app_name"], hit["project"]) == (added["id"], "claude", "apollo")
     assert session["refused"].is_error

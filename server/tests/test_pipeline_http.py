@@ -11,11 +11,10 @@ import httpx
 
 from cortadel_server.testing import ServerProcess
 
-DAY = 86_400
 
-
-def converse(api: httpx.Client, user: str, *contents: str, **extra: Any) -> dict[str, Any]:
-    messages = [{"role": "user", "content": c} for c in contents]
+def converse(api: httpx.Client, user: str, *contents: str, said_at: str | None = None, **extra: Any) -> dict[str, Any]:
+    """``said_at`` is the messages' ``timestamp``: when they were said, which valid time starts from."""
+    messages = [{"role": "user", "content": c, **({"timestamp": said_at} if said_at else {})} for c in contents]
     response = api.post("/api/v1/memories/from-conversation", json={"user_id": user, "messages": messages, **extra})
     assert response.status_code == 200, response.text
     return response.json()
@@ -48,26 +47,25 @@ def seconds(iso: str) -> float:
 
 
 def test_a_new_city_supersedes_the_old_one_and_history_keeps_it(api: httpx.Client, user: str) -> None:
-    berlin = only_result(converse(api, user, "I live in Berlin."))
+    # Valid time follows when things were said (the API's timestamp), so the instants are exact.
+    berlin_said, between, paris_said = "2026-01-10T09:00:00+00:00", "2026-02-01T00:00:00+00:00", "2026-03-01T18:30:00+00:00"
+    berlin = only_result(converse(api, user, "I live in Berlin.", said_at=berlin_said))
     assert (berlin["event"], berlin["memory"]) == ("ADD", "User lives in Berlin.")
-    time.sleep(0.05)
-    between = time.time()
-    time.sleep(0.05)
-    paris = only_result(converse(api, user, "I live in Paris now."))
+    paris = only_result(converse(api, user, "I live in Paris now.", said_at=paris_said))
     assert (paris["event"], paris["memory"]) == ("SUPERSEDE", "User lives in Paris now.")
 
     now = detail(api, user, paris["id"])
     assert now["is_current"] is True
     old = detail(api, user, berlin["id"])
     assert (old["is_current"], old["superseded_by"], old["text"]) == (False, paris["id"], "User lives in Berlin.")
-    assert seconds(old["invalid_at"]) == seconds(now["valid_at"])
-    assert between < seconds(old["invalid_at"]) < time.time() + 1
+    assert seconds(old["valid_at"]) == seconds(berlin_said)
+    assert seconds(old["invalid_at"]) == seconds(now["valid_at"]) == seconds(paris_said)
 
     assert [m["content"] for m in listing(api, user)] == ["User lives in Paris now."]
     assert {m["content"] for m in listing(api, user, include_superseded="true")} == {
         "User lives in Paris now.", "User lives in Berlin.",
     }
-    assert [m["content"] for m in listing(api, user, as_of=instant(between))] == ["User lives in Berlin."]
+    assert [m["content"] for m in listing(api, user, as_of=between)] == ["User lives in Berlin."]
 
     history = api.get(f"/api/v1/memories/{berlin['id']}/history", params={"user_id": user}).json()
     changes = [e for e in history["events"] if e["event"] != "ENRICH"]  # enrichment runs in between
@@ -76,16 +74,16 @@ def test_a_new_city_supersedes_the_old_one_and_history_keeps_it(api: httpx.Clien
 
 
 def test_a_dated_move_is_valid_from_a_month_back_while_record_time_remembers_berlin(api: httpx.Client, user: str) -> None:
-    only_result(converse(api, user, "I live in Berlin."))
+    only_result(converse(api, user, "I live in Berlin.", said_at="2026-01-10T09:00:00+00:00"))
+    # Record time is the server's clock (no timestamp sets it): a real instant between the writes.
     time.sleep(0.05)
     between = time.time()
     time.sleep(0.05)
-    moved = only_result(converse(api, user, "I moved to Paris last month."))
+    moved = only_result(converse(api, user, "I moved to Paris last month.", said_at="2026-05-20T18:30:00+00:00"))
     assert (moved["event"], moved["memory"]) == ("SUPERSEDE", "User moved to Paris last month.")
 
     paris = detail(api, user, moved["id"])
-    months_back = (time.time() - seconds(paris["valid_at"])) / DAY
-    assert 27 <= months_back <= 32
+    assert seconds(paris["valid_at"]) == seconds("2026-04-20T18:30:00+00:00")
     assert [m["content"] for m in listing(api, user, known_at=instant(between))] == ["User lives in Berlin."]
     assert [m["content"] for m in listing(api, user)] == ["User moved to Paris last month."]
 

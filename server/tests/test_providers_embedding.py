@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.minilm import minilm_dir
 from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI, free_port
 
 from cortadel_server.config import Settings
@@ -18,8 +18,7 @@ from cortadel_server.providers import build_embedder
 from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.embedding import Embedder, OnnxEmbedder, OpenAIEmbedder, WordLlamaEmbedder
 
-# The shared models folder sits beside the repository checkout (…/main and …/shared), in CI as well.
-MINILM = Path(os.environ.get("CORTADEL_TEST_MINILM", Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-int8"))
+MINILM = minilm_dir()
 FAST = RetryPolicy(base_delay=0.01)
 
 COFFEE = ["I love coffee", "Coffee is my favourite drink", "The train leaves at noon"]
@@ -34,7 +33,6 @@ def wordllama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WordLlamaEmb
 
 @pytest.fixture(scope="module")
 def minilm() -> OnnxEmbedder:
-    assert (MINILM / "model.onnx").is_file(), f"test model missing: {MINILM} (set CORTADEL_TEST_MINILM)"
     return OnnxEmbedder(MINILM)
 
 

@@ -204,7 +204,7 @@ def test_migration_builds_session_documents_for_existing_memories(tmp_path: Path
             "VALUES (?, ?, 'u', ?, ?, '', ?, ?)",
             (rowid, f"m{rowid}", user_key("u"), text, session, created),
         )
-    assert migrate(conn) == ["0002_session_docs", "0003_turn_context"]
+    assert migrate(conn) == ["0002_session_docs", "0003_turn_context", "0004_purge_and_embedding_repair"]
     conn.close()
     store = SqliteStorage(path)
     assert _doc(store, "u", "s1") == "first turn\nsecond turn"

@@ -16,7 +16,7 @@ export async function withDeadline<T>(
   parent?.addEventListener("abort", onParentAbort, { once: true });
   const timer = timeoutMs > 0 ? setTimeout(() => controller.abort(new CortadelTimeoutError(timeoutMs)), timeoutMs) : undefined;
   const fired = new Promise<never>((_, reject) => {
-    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
+    controller.signal.addEventListener("abort", () => reject(controller.signal.reason as Error), { once: true });
   });
   const running = Promise.resolve().then(() => call(controller.signal));
   running.catch(() => undefined); // a call that fails after the deadline has no one left to tell

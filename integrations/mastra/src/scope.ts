@@ -58,7 +58,7 @@ export function scopeOfRun(requestContext: RequestContext | undefined, messages:
 
 /** The scope of a tool call: the calling agent's ids first, then the RequestContext keys. */
 export function scopeOfToolCall(context: ToolExecutionContext | undefined): MemoryScope {
-  const requestContext = context?.requestContext as RequestContext | undefined;
+  const requestContext = context?.requestContext;
   return {
     resourceId: text(context?.agent?.resourceId) ?? fromContext(requestContext, MASTRA_RESOURCE_ID_KEY),
     threadId: text(context?.agent?.threadId) ?? fromContext(requestContext, MASTRA_THREAD_ID_KEY),

@@ -19,7 +19,7 @@ describe("public surface", () => {
 
   it("ships the same surface as ESM and CommonJS (after `npm run build`)", async () => {
     const esm = await import("../dist/index.js");
-    const cjs = createRequire(import.meta.url)("../dist/index.cjs");
+    const cjs = createRequire(import.meta.url)("../dist/index.cjs") as typeof esm;
     expect(Object.keys(esm).sort()).toEqual(PUBLIC_VALUES);
     expect(Object.keys(cjs).sort()).toEqual(PUBLIC_VALUES);
     expect(new cjs.CortadelMemoryProcessor().id).toBe("cortadel-memory");

@@ -14,7 +14,7 @@ function setup(options: CortadelMemoryProcessorOptions = {}) {
 
 function contextWith(values: Record<string, string>): RequestContext {
   const context = new RequestContext();
-  for (const [key, value] of Object.entries(values)) context.set(key as never, value as never);
+  for (const [key, value] of Object.entries(values)) context.set(key as never, value);
   return context;
 }
 
@@ -41,7 +41,7 @@ describe("who the memory belongs to", () => {
       userId: "pinned",
       resolveUserId: (scope) => {
         seen.push(scope);
-        return `${scope.requestContext?.get("tenant" as never)}:${scope.resourceId}`;
+        return `${String(scope.requestContext?.get("tenant" as never))}:${scope.resourceId}`;
       },
     });
     await resolving.processor.processInput(inputArgs({ user: text, resourceId: "alice", threadId: "t", requestContext }));

@@ -15,8 +15,8 @@ function setup(options: CortadelToolsOptions = {}) {
 
 const asAlice = { agent: { agentId: "assistant", toolCallId: "call-1", messages: [], suspend: async () => {}, resourceId: "alice", threadId: "thread-2" } } as unknown as ToolExecutionContext;
 
-type Executable<I, O> = { execute?: (input: I, context: ToolExecutionContext) => Promise<unknown> };
-function run<I, O>(tool: Executable<I, O>, input: I, context: ToolExecutionContext = asAlice): Promise<any> {
+type Executable<I> = { execute?: (input: I, context: ToolExecutionContext) => Promise<unknown> };
+function run<I>(tool: Executable<I>, input: I, context: ToolExecutionContext = asAlice): Promise<unknown> {
   return tool.execute!(input, context);
 }
 
@@ -53,8 +53,8 @@ describe("search_memory", () => {
   it("falls back to the RequestContext keys when the call has no agent ids", async () => {
     const { tools, clients } = setup({ scopeRecallToSession: true });
     const requestContext = new RequestContext();
-    requestContext.set(MASTRA_RESOURCE_ID_KEY as never, "carol" as never);
-    requestContext.set(MASTRA_THREAD_ID_KEY as never, "carol-thread" as never);
+    requestContext.set(MASTRA_RESOURCE_ID_KEY as never, "carol");
+    requestContext.set(MASTRA_THREAD_ID_KEY as never, "carol-thread");
     await run(tools.search_memory, { query: "release days" }, { requestContext } as ToolExecutionContext);
     expect(clients.created).toEqual(["carol"]);
     expect(clients.of("carol").searches[0]!.options.sessionId).toBe("carol-thread");

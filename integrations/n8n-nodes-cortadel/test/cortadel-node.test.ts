@@ -322,6 +322,14 @@ describe('Cortadel action node', () => {
 		assert.equal(context.sent.length, 0);
 	});
 
+	it('reads a user id an expression made a number as its text, and an object as no user id', async () => {
+		const { context } = await run({ operation: 'delete', userId: 42, memoryIds: 'm1' }, [{ message: 'Deleted 1 memory' }]);
+		assert.deepEqual(context.sent[0].options.body, { user_id: '42', memory_ids: ['m1'] });
+		const objectId = executeContext({ parameters: { operation: 'search', userId: { id: 7 }, query: 'q', options: {} } });
+		await assert.rejects(new Cortadel().execute.call(objectId), /User ID is empty/);
+		assert.equal(objectId.sent.length, 0);
+	});
+
 	it('wraps transport failures in a node API error', async () => {
 		const context = executeContext({
 			parameters: { operation: 'search', userId: USER, query: 'q', options: {} },

@@ -16,7 +16,7 @@ describe('Cortadel API credential', () => {
 	});
 
 	it('sends the key as a Bearer token, and no token without a key', () => {
-		const header = String(credential.authenticate.properties.headers?.Authorization);
+		const header = credential.authenticate.properties.headers?.Authorization as string;
 		assert.equal(resolveCredentialExpression(header, { apiKey: 'ck_abc.123' }), 'Bearer ck_abc.123');
 		assert.equal(resolveCredentialExpression(header, { apiKey: '' }), '');
 	});

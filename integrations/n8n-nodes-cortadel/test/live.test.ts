@@ -79,7 +79,7 @@ describe('live: nodes against a real Cortadel server', () => {
 		});
 		assert.equal(created.event, 'ADD');
 		assert.equal(created.app_name, 'n8n-nodes-cortadel');
-		const id = String(created.id);
+		const id = created.id as string;
 
 		const [detail] = await runAction(credentials, { operation: 'get', userId, memoryId: id });
 		assert.equal(detail.text, text);
@@ -99,7 +99,7 @@ describe('live: nodes against a real Cortadel server', () => {
 		assert.deepEqual(listed.map((item) => item.id), [id]);
 
 		const [deleted] = await runAction(credentials, { operation: 'delete', userId, memoryIds: id });
-		assert.match(String(deleted.message), /1/);
+		assert.match(deleted.message as string, /1/);
 
 		await assert.rejects(runAction(credentials, { operation: 'get', userId, memoryId: id }), (error: unknown) => {
 			assert.ok(error instanceof NodeApiError);

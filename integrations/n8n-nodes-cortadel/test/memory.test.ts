@@ -427,7 +427,7 @@ describe('Cortadel Memory sub-node', () => {
 	describe('message factory', () => {
 		it("uses the host's @langchain/core when it resolves", async () => {
 			const factory = await loadMessageFactory();
-			const { HumanMessage, SystemMessage }: typeof import('@langchain/core/messages') = require('@langchain/core/messages');
+			const { HumanMessage, SystemMessage } = require('@langchain/core/messages') as typeof import('@langchain/core/messages');
 			assert.equal(factory.source, 'langchain');
 			assert.ok(factory.create('user', 'x') instanceof HumanMessage);
 			assert.ok(factory.create('system', 'x') instanceof SystemMessage);

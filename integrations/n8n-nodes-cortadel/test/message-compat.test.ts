@@ -28,13 +28,15 @@ interface Toolchain {
 /** Loaded with require() so a host without the dev dependencies skips the suite instead of failing. */
 function loadToolchain(): Toolchain | undefined {
 	try {
-		const openai: typeof import('@langchain/openai') = require('@langchain/openai');
+		const openai = require('@langchain/openai') as typeof import('@langchain/openai');
 		// The Anthropic converter is internal; load it from the installed package's dist.
 		const anthropicDist = dirname(require.resolve('@langchain/anthropic'));
-		const anthropic = require(join(anthropicDist, 'utils', 'message_inputs.cjs'));
+		const anthropic = require(join(anthropicDist, 'utils', 'message_inputs.cjs')) as {
+			_convertMessagesToAnthropicPayload: Toolchain['toAnthropic'];
+		};
 		return {
-			core: require('@langchain/core/messages'),
-			prompts: require('@langchain/core/prompts'),
+			core: require('@langchain/core/messages') as Toolchain['core'],
+			prompts: require('@langchain/core/prompts') as Toolchain['prompts'],
 			toOpenAICompletions: (messages) =>
 				openai.convertMessagesToCompletionsMessageParams({ messages: messages as never, model: 'gpt-4o-mini' }),
 			toOpenAIResponses: (messages) =>
@@ -73,12 +75,12 @@ async function agentPrompt(chain: Toolchain, history: AnyMessage[], withSystemMe
 		['human', '{input}'],
 		['placeholder', '{agent_scratchpad}'],
 	]);
-	return (await template.formatMessages({
+	return template.formatMessages({
 		system_message: AGENT_SYSTEM,
 		chat_history: history,
 		input: INPUT,
 		agent_scratchpad: [],
-	})) as AnyMessage[];
+	});
 }
 
 const expectedContext = (format: ContextFormat): string[] =>

@@ -37,9 +37,9 @@ describe('built package', () => {
 			assert.ok(existsSync(file), `${entry} is missing: run npm run build`);
 			assert.match(readFileSync(file, 'utf8'), /^"use strict";/);
 			const className = basename(entry).split('.')[0];
-			const exported = require(file)[className];
+			const exported = (require(file) as Record<string, unknown>)[className];
 			assert.equal(typeof exported, 'function', `${entry} does not export ${className}`);
-			const instance = new exported();
+			const instance = new (exported as new () => { description?: { icon?: string }; icon?: string })();
 			const icon = (instance.description ?? instance).icon as string;
 			assert.equal(icon, 'file:cortadel.svg');
 			assert.ok(existsSync(join(dirname(file), 'cortadel.svg')));
@@ -47,7 +47,7 @@ describe('built package', () => {
 	}
 
 	it('the package entry point exposes the curated public surface', () => {
-		const api = require(join(PACKAGE_DIR, manifest.main));
+		const api = require(join(PACKAGE_DIR, manifest.main)) as Record<string, unknown>;
 		assert.deepEqual(Object.keys(api).sort(), [
 			'APP_NAME',
 			'Cortadel',

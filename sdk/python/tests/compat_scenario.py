@@ -12,7 +12,8 @@ import asyncio
 import dataclasses
 import json
 import sys
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from cortadel import (
     AddOptions,
@@ -45,7 +46,7 @@ async def async_outcome(call: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) and not isinstance(value, type) else value
 
 
 async def run_async(base_url: str, user: str, steps: dict[str, Any]) -> str:
@@ -54,7 +55,7 @@ async def run_async(base_url: str, user: str, steps: dict[str, Any]) -> str:
         steps["add_first"] = await async_outcome(
             lambda: c.add(FIRST, AddOptions(app="compat-app", metadata={"seat": "window"}, infer=False))
         )
-        first_id = steps["add_first"]["ok"]["id"]
+        first_id: str = steps["add_first"]["ok"]["id"]
         steps["add_second"] = await async_outcome(lambda: c.add(SECOND, AddOptions(memory_type="episodic")))
         steps["add_duplicate"] = await async_outcome(lambda: c.add(FIRST))
         steps["get"] = await async_outcome(lambda: c.get(first_id))

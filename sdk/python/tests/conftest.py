@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sdk_support import AUTH_SECRET, PUBLISHED_DIR, PUBLISHED_VERSION, AsyncDriver, Client, Connect
+from sdk_support import AUTH_SECRET, PUBLISHED_VERSION, AsyncDriver, Client, Connect
 
 from cortadel import SyncCortadelClient
 
@@ -52,11 +53,17 @@ def auth_server() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def published_cortadel() -> Path:
     """The published ``cortadel`` package, installed into its own folder (it shares our import
-    name). Installed from PyPI the first time, then reused."""
-    if not (PUBLISHED_DIR / "cortadel" / "client.py").is_file():
+    name). Installed from PyPI the first time, then reused from the user's cache, one folder per
+    version (CORTADEL_PUBLISHED_DIR overrides the folder)."""
+    from cortadel_server.testing import cache_root, cached_folder
+
+    default = cache_root() / "published-sdk" / f"cortadel-{PUBLISHED_VERSION}"
+
+    def install(folder: Path) -> None:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--target", str(PUBLISHED_DIR), f"cortadel=={PUBLISHED_VERSION}"],
+             "--target", str(folder), f"cortadel=={PUBLISHED_VERSION}"],
             check=True,
         )
-    return PUBLISHED_DIR
+
+    return cached_folder(Path(os.environ.get("CORTADEL_PUBLISHED_DIR", default)), install)

@@ -7,12 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
 
-def run_script(script: str, *args: str, published: Optional[Path] = None, timeout: float = 120) -> Any:
+def run_script(script: str, *args: str, published: Path | None = None, timeout: float = 120) -> Any:
     """``published`` is the folder the published package was installed into; without it the
     script imports the ``cortadel`` installed in this interpreter (ours)."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CORTADEL_BASE_URL", "CORTADEL_API_KEY")}
@@ -20,6 +20,7 @@ def run_script(script: str, *args: str, published: Optional[Path] = None, timeou
         env["PYTHONPATH"] = str(published)
     done = subprocess.run(
         [sys.executable, str(HERE / script), *args],
+        check=False,  # a failure is reported below with the script's stderr
         env=env,
         capture_output=True,
         text=True,

@@ -8,7 +8,11 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # typing.Self is 3.11+; typing_extensions is needed only by the type checker
+    from typing_extensions import Self
+
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class Seen:
     method: str
     path: str
     headers: dict[str, str]
-    body: Optional[Any]
+    body: Any | None
 
 
 class ScriptedServer:
@@ -42,9 +46,10 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 socket's address; bytes only for AF_UNIX
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

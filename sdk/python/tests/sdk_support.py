@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from cortadel import CortadelClient, SyncCortadelClient
 
 REPO = Path(__file__).resolve().parents[3]
-PUBLISHED_DIR = Path(os.environ.get("CORTADEL_PUBLISHED_DIR", REPO / ".cache" / "cortadel-published"))
 PUBLISHED_VERSION = "1.2.0"
 AUTH_SECRET = "sdk-python-test-secret"
 
@@ -33,5 +31,5 @@ class AsyncDriver:
         self._loop.close()
 
 
-Client = Union[AsyncDriver, SyncCortadelClient]
+Client = AsyncDriver | SyncCortadelClient
 Connect = Callable[..., Client]

@@ -47,7 +47,8 @@ class Comparison:
         if key in MEASURED:
             self.check(type(theirs) is type(mine), path, theirs, mine)
         elif key in TIMES and theirs is not None:
-            self.check(_moment(theirs) is not None and abs(_moment(theirs) - _moment(mine)) < 300, path, theirs, mine)
+            theirs_at, mine_at = _moment(theirs), _moment(mine)
+            self.check(theirs_at is not None and mine_at is not None and abs(theirs_at - mine_at) < 300, path, theirs, mine)
         elif key == "metadata" and theirs is None and isinstance(mine, dict):
             self.filled_metadata.append(mine)
         elif isinstance(theirs, dict) and isinstance(mine, dict):

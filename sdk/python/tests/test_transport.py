@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from sdk_support import Connect
 from scripted_server import Reply, ScriptedServer
+from sdk_support import Connect
 
 from cortadel import (
     AddOptions,
@@ -135,9 +135,8 @@ def test_non_json_answers_are_transport_errors(connect: Connect) -> None:
 
 
 def test_redirects_are_not_followed(connect: Connect) -> None:
-    with ScriptedServer(Reply(307, {"moved": True}), Reply(body=EMPTY_PAGE)) as srv:
-        with pytest.raises(TransportError) as caught:
-            connect(srv.base_url, "alice").list()
+    with ScriptedServer(Reply(307, {"moved": True}), Reply(body=EMPTY_PAGE)) as srv, pytest.raises(TransportError) as caught:
+        connect(srv.base_url, "alice").list()
     assert (caught.value.status, caught.value.code) == (307, "redirect")
     assert len(srv.seen) == 1
 
@@ -148,6 +147,7 @@ def test_refused_connection_is_a_transport_error(connect: Connect) -> None:
     with pytest.raises(TransportError) as caught:
         connect(url, "alice").health()
     assert (caught.value.status, caught.value.code) == (0, "transport_error")
+    assert caught.value.message.startswith(f"Cannot reach Cortadel at {url}/api/health: ")
 
 
 def test_timeout_raises_request_timeout(connect: Connect) -> None:
@@ -162,9 +162,8 @@ def test_timeout_raises_request_timeout(connect: Connect) -> None:
 
 
 def test_no_retry_by_default(connect: Connect) -> None:
-    with ScriptedServer(UNAVAILABLE, Reply(body=EMPTY_PAGE)) as srv:
-        with pytest.raises(ServerError) as caught:
-            connect(srv.base_url, "alice").list()
+    with ScriptedServer(UNAVAILABLE, Reply(body=EMPTY_PAGE)) as srv, pytest.raises(ServerError) as caught:
+        connect(srv.base_url, "alice").list()
     assert (caught.value.status, caught.value.code, caught.value.message) == (503, "unavailable", "database is restarting")
     assert len(srv.seen) == 1
 
@@ -177,16 +176,14 @@ def test_opt_in_retry_repeats_idempotent_calls(connect: Connect) -> None:
 
 
 def test_retry_gives_up_after_its_attempts(connect: Connect) -> None:
-    with ScriptedServer(UNAVAILABLE) as srv:
-        with pytest.raises(ServerError):
-            connect(srv.base_url, "alice", retry=Retry(attempts=2, backoff=0.01)).search("q")
+    with ScriptedServer(UNAVAILABLE) as srv, pytest.raises(ServerError):
+        connect(srv.base_url, "alice", retry=Retry(attempts=2, backoff=0.01)).search("q")
     assert len(srv.seen) == 2
 
 
 def test_retry_never_repeats_writes(connect: Connect) -> None:
-    with ScriptedServer(UNAVAILABLE, Reply(body={"id": "m1", "event": "ADD"})) as srv:
-        with pytest.raises(ServerError):
-            connect(srv.base_url, "alice", retry=Retry(attempts=3, backoff=0.01)).add("once")
+    with ScriptedServer(UNAVAILABLE, Reply(body={"id": "m1", "event": "ADD"})) as srv, pytest.raises(ServerError):
+        connect(srv.base_url, "alice", retry=Retry(attempts=3, backoff=0.01)).add("once")
     assert len(srv.seen) == 1
 
 

@@ -42,8 +42,8 @@ export function classify(error: unknown): string {
 }
 
 // @ts-expect-error the client is bound to a user: no method takes a user id
-client.search("tea", { userId: "bob" });
+void client.search("tea", { userId: "bob" });
 // @ts-expect-error options are camelCase, not wire snake_case
-client.search("tea", { top_k: 3 });
+void client.search("tea", { top_k: 3 });
 // @ts-expect-error userId is required
 new CortadelClient({ baseUrl: "http://localhost:3001" });

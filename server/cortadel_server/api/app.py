@@ -13,30 +13,37 @@ from cortadel_server.api.middleware import (
     AuthMiddleware,
     BodyLimitMiddleware,
     InternalErrorMiddleware,
+    KeyUserDefaultMiddleware,
     RequestIdMiddleware,
 )
-from cortadel_server.api.routes import debug, health, memories
+from cortadel_server.api.routes import debug, health, memories, users
 from cortadel_server.config import Settings
 
 KIB = 1024
 MIB = 1024 * KIB
 
-#: The largest body the contract allows per operation. from-conversation may carry 500 messages of
-#: 50,000 characters each; JSON escaping can take up to 6 bytes per character.
-FROM_CONVERSATION_LIMIT = 500 * (50_000 * 6 + 2 * KIB) + 64 * KIB
+#: One add: a 50,000-character statement (up to 6 bytes a character once JSON-escaped) and metadata.
 ADD_LIMIT = 50_000 * 6 + 1 * MIB
+#: A bulk delete: thousands of ids.
+DELETE_LIMIT = 1 * MIB
+#: Everything else (search, list) carries a query of at most 5,000 characters and a few filters.
+DEFAULT_LIMIT = 256 * KIB
 
 
-def body_limit(method: str, path: str) -> int:
-    if path.endswith("/from-conversation"):
-        return FROM_CONVERSATION_LIMIT
-    if path.startswith("/mcp"):
-        return FROM_CONVERSATION_LIMIT
-    if method == "POST" and path.rstrip("/") == "/api/v1/memories":
-        return ADD_LIMIT
-    if method == "DELETE":
-        return 4 * MIB
-    return 256 * KIB
+def body_limits(settings: Settings) -> Callable[[str, str], int]:
+    """The largest body each operation takes. Conversations (REST and MCP) are bounded by a setting:
+    the contract's per-message limits multiply to ~150 MB, far past any real conversation."""
+
+    def limit_for(method: str, path: str) -> int:
+        if path.endswith("/from-conversation") or path.startswith("/mcp"):
+            return settings.max_conversation_bytes
+        if method == "POST" and path.rstrip("/") == "/api/v1/memories":
+            return ADD_LIMIT
+        if method == "DELETE":
+            return DELETE_LIMIT
+        return DEFAULT_LIMIT
+
+    return limit_for
 
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -54,9 +61,13 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(memories.router)
     app.include_router(debug.router)
-    # Outermost last: request ids first, then size limits, then auth, then the 500 catcher.
+    app.include_router(users.router)
+    # Added innermost first. A request meets: its request id, the 500 catcher (so a failure in any
+    # later layer still answers the contract's body), the key check (headers only), the body limit,
+    # then the key's user filled in as the default user_id.
+    app.add_middleware(KeyUserDefaultMiddleware)
+    app.add_middleware(BodyLimitMiddleware, limit_for=body_limits(settings))
+    app.add_middleware(AuthMiddleware, secret=settings.auth_secret, admin_key=settings.admin_key)
     app.add_middleware(InternalErrorMiddleware)
-    app.add_middleware(AuthMiddleware, secret=settings.auth_secret)
-    app.add_middleware(BodyLimitMiddleware, limit_for=body_limit)
     app.add_middleware(RequestIdMiddleware)
     return app

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from cortadel_server.errors import Forbidden, ValidationFailed
+from cortadel_server.errors import Forbidden, Unauthorized
 from cortadel_server.service import MemoryService
 
 
@@ -31,21 +30,34 @@ def authorize(request: Request, user_id: str) -> str:
     return user_id
 
 
-def parse_instant(value: str | float | None, field: str) -> float | None:
-    """ISO 8601 (naive = UTC) or Unix seconds → Unix seconds."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    text = value.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise ValidationFailed({field: ["Not an ISO 8601 date-time or Unix seconds"]}) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+def is_admin(request: Request) -> bool:
+    """Whether the request carries the admin credential (checked by the auth middleware)."""
+    return bool(request.scope.get("state", {}).get("admin"))
+
+
+def require_admin(request: Request) -> None:
+    """Operations on every user need the admin credential; a user key never passes. A server with
+    neither an auth secret nor an admin key is open, these operations included."""
+    if is_admin(request):
+        return
+    settings = get_service(request).settings
+    if key_user(request) is not None:
+        if settings.admin_key is None:
+            raise Forbidden("Admin operations are disabled: CORTADEL_ADMIN_KEY is not set")
+        raise Forbidden("This operation needs the admin credential; a user API key never passes")
+    if settings.auth_secret is None and settings.admin_key is None:
+        return
+    raise Unauthorized("Missing or invalid admin key")
+
+
+def authorize_user_or_admin(request: Request, user_id: str) -> str:
+    """An operation on one user: that user's key or the admin credential. Without an auth secret
+    there are no user keys, so it is as open as ``require_admin`` allows."""
+    if key_user(request) is None:
+        require_admin(request)
+        return user_id
+    return authorize(request, user_id)
+
+
+AdminOnly = Depends(require_admin)
+

@@ -58,7 +58,7 @@ def _from_pydantic(exc: RequestValidationError) -> tuple[dict[str, list[str]], s
         if kind == "extra_forbidden":
             message = "Unknown field (fields are snake_case)"
         else:
-            message = err.get("msg", "Invalid value")
+            message = err.get("msg", "Invalid value").removeprefix("Value error, ")
         errors.setdefault(name, []).append(message)
     return errors, detail
 
@@ -80,6 +80,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def on_http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # e.g. a body the framework could not parse: the documented 400 body
+            return validation_response(request, {"body": [str(exc.detail)]}, str(exc.detail))
         code = {404: "not_found", 405: "method_not_allowed", 415: "unsupported_media_type"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(exc.status_code, code, str(exc.detail)), status_code=exc.status_code)
 

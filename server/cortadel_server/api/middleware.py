@@ -1,7 +1,7 @@
-"""Pure-ASGI middleware: request ids, body size limits and API-key authentication.
+"""Pure-ASGI middleware: request ids, the 500 catcher, API-key authentication and body size limits.
 
-They run before routing and body parsing, so an oversized body is refused before it is read into
-memory and a bad key is a 401 whatever the body holds.
+They run before routing and body parsing, in that order: a bad key is a 401 before any of the body
+is read, and an oversized body is a 413 as soon as it passes the limit, never read into memory whole.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cortadel_server.auth import verify_key
+from cortadel_server.auth import is_admin_key, verify_key
 
 log = logging.getLogger("cortadel.api")
 
@@ -161,22 +161,34 @@ def api_key_from(scope: Scope) -> str | None:
 class AuthMiddleware:
     """With an auth secret, every path but the open ones needs a valid key (401 otherwise).
 
-    The user the key is bound to is put in ``scope["state"]["key_user"]``; routes compare it with
-    the user they act for (403 on a mismatch).
+    It looks at headers and the query string only, so an unauthenticated request is refused before
+    a byte of its body is read. The user the key is bound to is put in ``scope["state"]["key_user"]``;
+    routes compare it with the user they act for (403 on a mismatch).
     """
 
     OPEN_PATHS = ("/api/health", "/docs", "/openapi.json", "/redoc")
+    #: where the admin credential is accepted (marked ``scope["state"]["admin"]``); elsewhere it is
+    #: no key at all, so it can never act as a user
+    ADMIN_PATHS = ("/api/v1/debug/", "/api/v1/users/")
 
-    def __init__(self, app: ASGIApp, secret: str | None) -> None:
+    def __init__(self, app: ASGIApp, secret: str | None, admin_key: str | None = None) -> None:
         self.app = app
         self.secret = secret
+        self.admin_key = admin_key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.secret is None or scope["path"].startswith(self.OPEN_PATHS):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        key = api_key_from(scope)
+        if scope["path"].startswith(self.ADMIN_PATHS) and is_admin_key(self.admin_key, key):
+            scope.setdefault("state", {})["admin"] = True
+            await self.app(scope, receive, send)
+            return
+        if self.secret is None or scope["path"].startswith(self.OPEN_PATHS):
             await self.app(scope, receive, send)
             return
         request_id = scope.get("state", {}).get("request_id")
-        key = api_key_from(scope)
         if key is None:
             await send_json(send, 401, error_body(401, "unauthorized", "Missing API key"), request_id)
             return
@@ -185,17 +197,28 @@ class AuthMiddleware:
             await send_json(send, 401, error_body(401, "unauthorized", "Invalid API key"), request_id)
             return
         scope.setdefault("state", {})["key_user"] = user
-        if scope["path"].startswith("/api/v1/memories"):
+        await self.app(scope, receive, send)
+
+
+class KeyUserDefaultMiddleware:
+    """Clients holding a key may leave ``user_id`` out (the published SDKs do): the key's user fills it.
+
+    GET gets it in the query string, POST/DELETE in the JSON body; a user_id that is present is
+    left alone (and checked against the key by the route). Runs inside the body limit, so the body
+    it parses is already bounded.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("state", {}).get("key_user") if scope["type"] == "http" else None
+        if user is not None and scope["path"].startswith("/api/v1/memories"):
             scope, receive = await _default_user_id(scope, receive, user)
         await self.app(scope, receive, send)
 
 
 async def _default_user_id(scope: Scope, receive: Receive, user: str) -> tuple[Scope, Receive]:
-    """Clients holding a key may leave ``user_id`` out (the published SDKs do): the key's user fills it.
-
-    GET gets it in the query string, POST/DELETE in the JSON body; a user_id that is present is
-    left alone (and checked against the key by the route).
-    """
     if scope["method"] == "GET":
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if not query.get("user_id"):
@@ -207,8 +230,8 @@ async def _default_user_id(scope: Scope, receive: Receive, user: str) -> tuple[S
     body = message.get("body", b"")
     try:
         parsed = json.loads(body) if body else None
-    except ValueError:
-        parsed = None  # malformed JSON: the route reports it
+    except (ValueError, RecursionError):
+        parsed = None  # malformed or absurdly deep JSON: the route reports it as a 400
     if isinstance(parsed, dict) and parsed.get("user_id") is None:
         parsed["user_id"] = user
         body = json.dumps(parsed).encode("utf-8")

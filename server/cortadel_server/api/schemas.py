@@ -8,20 +8,49 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
+
+from cortadel_server.inputs import check_json_value
 
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        """Every field must survive a round trip through stored JSON (no lone surrogates, bounded depth)."""
+        problem = check_json_value(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class Response(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _a_json_number(value: Any) -> Any:
+    # Lax validation would read true as 1 and "10" as 10: a count must be a JSON number.
+    if isinstance(value, bool | str):
+        raise ValueError("Must be a JSON number")
+    return value
+
+
+Count = Annotated[int | None, BeforeValidator(_a_json_number)]
+
+
+def _not_a_bool(value: Any) -> Any:
+    # JSON true/false would otherwise pass as the numbers 1 and 0.
+    if isinstance(value, bool):
+        raise ValueError("Must be an ISO 8601 date-time string or Unix seconds, not a boolean")
+    return value
+
+
 UserId = Annotated[str, Field(min_length=1, description="User identifier: the namespace of the memory.")]
 Timestamp = Annotated[
     str | float | None,
+    BeforeValidator(_not_a_bool),
     Field(description="An instant: ISO 8601 (naive means UTC) or Unix seconds."),
 ]
 
@@ -30,7 +59,7 @@ Timestamp = Annotated[
 class CreateMemoryRequest(Request):
     user_id: UserId
     text: str = Field(min_length=1, max_length=50000, description="The statement to remember.")
-    infer: bool | None = Field(None, description="Run fact extraction (default true); false stores the text verbatim.")
+    infer: StrictBool | None = Field(None, description="Run fact extraction (default true); false stores the text verbatim.")
     app: str | None = Field(None, description="Name of the application writing the memory.")
     memory_type: str | None = Field(None, description="episodic | semantic | procedural.")
     metadata: dict[str, Any] | None = Field(None, description="Free-form JSON object kept with the memory.")
@@ -50,7 +79,7 @@ class ConversationMessageItem(Request):
 class AddConversationRequest(Request):
     user_id: UserId
     messages: list[ConversationMessageItem] = Field(min_length=1, max_length=500)
-    is_agent_memory: bool | None = Field(None, description="Extract the assistant's statements instead of the user's.")
+    is_agent_memory: StrictBool | None = Field(None, description="Extract the assistant's statements instead of the user's.")
     tags: list[str] | None = None
     project: str | None = None
     session_id: str | None = None
@@ -60,20 +89,21 @@ class AddConversationRequest(Request):
 class SearchMemoriesRequest(Request):
     query: str = Field(min_length=1, max_length=5000)
     user_id: UserId
-    top_k: int | None = Field(None, ge=1, le=50, description="Results to return (default 10).")
+    top_k: Count = Field(None, ge=1, le=50, description="Results to return (default 10).")
     mode: str | None = Field(None, description="hybrid (default) | text | vector.")
     app_name: str | None = Field(None, description="The searching application's name (a label, not a filter).")
     session_id: str | None = Field(None, description="Only facts stored under this session.")
     rerank: str | None = Field(None, description='"cross_encoder" to rerank with the configured cross-encoder.')
     memory_type: str | None = None
-    token_budget: int | None = Field(None, ge=0, le=200000, description="Drop the lowest-ranked hits beyond this many tokens (0: no limit).")
-    expand_query: bool | None = None
-    include_faded: bool | None = None
-    include_session_arm: bool | None = None
+    token_budget: Count = Field(None, ge=0, le=200000, description="Drop the lowest-ranked hits beyond this many tokens (0: no limit).")
+    expand_query: StrictBool | None = None
+    include_faded: StrictBool | None = None
+    include_session_arm: StrictBool | None = None
     as_of: Timestamp = Field(None, description="Valid time: facts true at this instant (extension).")
     known_at: Timestamp = Field(None, description="Record time: facts we held at this instant (extension).")
     project: str | None = Field(None, description="Only facts of this project (extension).")
     tag: str | None = Field(None, description="Only facts with this tag (extension).")
+    include_superseded: StrictBool | None = Field(None, description="Also superseded, retracted and resolved facts (extension).")
 
 
 class DeleteMemoriesRequest(Request):
@@ -205,6 +235,12 @@ class MemoryHistoryResponse(Response):
 
 class DeleteMemoriesResponse(Response):
     message: str | None
+
+
+class DeleteUserResponse(Response):
+    message: str
+    user_id: str
+    erased: dict[str, int] = Field(description="Rows erased per table: the receipt.")
 
 
 class ReindexResponse(Response):

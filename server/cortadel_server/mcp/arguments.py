@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortadel_server.api.schemas import ConversationMessageItem
+from cortadel_server.inputs import check_json_value
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 Instant = str | float
@@ -20,6 +21,15 @@ Statement = Annotated[str, Field(min_length=1, max_length=50000)]
 
 class Arguments(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        """The same rule as REST bodies: nothing that could not be read back from stored JSON."""
+        problem = check_json_value(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
@@ -85,6 +95,7 @@ class SearchMemoryArgs(Arguments):
     )
     project: str | None = Field(None, description="Only memories of this project (default: the connection's project).")
     tag: str | None = Field(None, description="Only memories with this tag.")
+    session_id: str | None = Field(None, description="Only memories stored under this session.")
     memory_type: MemoryType | None = Field(None, description="Only memories of this type.")
     token_budget: int | None = Field(
         None, ge=0, le=200000, description="Drop the lowest-ranked results beyond roughly this many tokens (0: no limit)."

@@ -23,7 +23,6 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from cortadel_server.api.app import FROM_CONVERSATION_LIMIT
 from cortadel_server.api.deps import authorize
 from cortadel_server.api.middleware import error_body, send_json
 from cortadel_server.errors import Forbidden
@@ -41,8 +40,10 @@ class McpHttp:
     def __init__(self, service: MemoryService) -> None:
         self.sessions = StreamableHTTPSessionManager(
             build_server(service, caller_of_request),
-            # the largest body REST accepts: a from-conversation of 500 long messages
-            max_request_body_size=FROM_CONVERSATION_LIMIT,
+            # the same bound as a REST from-conversation body
+            max_request_body_size=service.settings.max_conversation_bytes,
+            max_sessions=service.settings.mcp_max_sessions,
+            session_idle_timeout=service.settings.mcp_session_idle_timeout,
         )
 
     @asynccontextmanager

@@ -1,10 +1,15 @@
 """What the tools hand back: a compact text for the model and structured content for programs.
 
 Timestamps in structured content are ISO 8601 strings (UTC), like the REST search results.
+
+Stored text is data, not instructions: in the text a model reads, every memory (and every other
+string that came from a caller) is a quoted JSON string literal, so none can forge structure — a
+newline in a memory is ``\n`` inside its quotes, not an extra result line or a fake heading.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +24,15 @@ from cortadel_server.storage.base import MemoryRecord
 HEADLINE_CHARS = 120
 
 
+#: Line and paragraph separators that some clients break lines at although JSON leaves them bare.
+_BREAKS = str.maketrans({"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quoted(text: str) -> str:
+    """``text`` as one quoted line: a JSON string literal, line separators escaped too."""
+    return json.dumps(text, ensure_ascii=False).translate(_BREAKS)
+
+
 @dataclass(frozen=True)
 class ToolResult:
     text: str
@@ -28,8 +42,8 @@ class ToolResult:
 # -- writes --------------------------------------------------------------------------------------
 def outcome_line(item: dict[str, Any]) -> str:
     if item["event"] == "ERROR":
-        return f"ERROR: {item['error']}"
-    return f"{item['event']} {item['id']}: {item['memory']}"
+        return f"ERROR: {quoted(item['error'] or '')}"
+    return f"{item['event']} {item['id']}: {quoted(item['memory'] or '')}"
 
 
 def write_outcomes(outcomes: Sequence[WriteOutcome]) -> ToolResult:
@@ -75,18 +89,18 @@ def memory_data(m: MemoryRecord, score: float | None, detail: str) -> dict[str, 
 def memory_line(position: int, m: MemoryRecord, score: float | None, detail: str) -> str:
     notes = [] if score is None else [f"score {score:.4f}"]
     if detail == "headline":
-        return f"{position}. [{m.id}] {headline(m)}" + (f" ({notes[0]})" if notes else "")
+        return f"{position}. [{m.id}] {quoted(headline(m))}" + (f" ({notes[0]})" if notes else "")
     notes.append(m.memory_type)
     if m.app_name:
-        notes.append(f"app {m.app_name}")
+        notes.append(f"app {quoted(m.app_name)}")
     if m.project:
-        notes.append(f"project {m.project}")
+        notes.append(f"project {quoted(m.project)}")
     if m.tags:
-        notes.append("tags " + ", ".join(m.tags))
+        notes.append("tags " + ", ".join(map(quoted, m.tags)))
     if not m.is_current:
         notes.append(m.state)
     notes.append((render.iso(m.created_at) or "")[:10])
-    return f"{position}. [{m.id}] {m.text} ({'; '.join(notes)})"
+    return f"{position}. [{m.id}] {quoted(m.text)} ({'; '.join(notes)})"
 
 
 def memory_list(
@@ -109,8 +123,8 @@ def search_results(query: str, hits: Sequence[Hit], detail: str) -> ToolResult:
         [(h.memory, h.score) for h in hits],
         mode="search",
         detail=detail,
-        heading=f'{n} {"memory" if n == 1 else "memories"} for "{query}", best first:',
-        empty=f'No memories match "{query}".',
+        heading=f'{n} {"memory" if n == 1 else "memories"} for {quoted(query)}, best first:',
+        empty=f"No memories match {quoted(query)}.",
         extra={"query": query, "total": n},
     )
 
@@ -138,7 +152,7 @@ def lookup_results(records: Sequence[MemoryRecord], missing: Sequence[str], deta
     )
     if not missing:
         return result
-    return ToolResult(result.text + "\nNot found: " + ", ".join(missing), result.data)
+    return ToolResult(result.text + "\nNot found: " + ", ".join(map(quoted, missing)), result.data)
 
 
 # -- skills --------------------------------------------------------------------------------------
@@ -175,7 +189,7 @@ def steps_of(text: str) -> list[str]:
 def skills(task: str, hits: Sequence[Hit]) -> ToolResult:
     if not hits:
         return ToolResult(
-            f'No procedural memory matches "{task}". Work it out, and if it worked, store the steps with '
+            f"No procedural memory matches {quoted(task)}. Work it out, and if it worked, store the steps with "
             'add_memories(memory_type="procedural").',
             {"task": task, "skills": []},
         )
@@ -184,8 +198,8 @@ def skills(task: str, hits: Sequence[Hit]) -> ToolResult:
         {"id": h.memory.id, "content": h.memory.text, "score": h.score, "steps": s}
         for h, s in zip(hits, steps, strict=True)
     ]
-    blocks = [f'{len(found)} known {"procedure" if len(found) == 1 else "procedures"} for "{task}", best first:']
+    blocks = [f'{len(found)} known {"procedure" if len(found) == 1 else "procedures"} for {quoted(task)}, best first:']
     for i, (hit, hit_steps) in enumerate(zip(hits, steps, strict=True), start=1):
-        numbered = "\n".join(f"   {n}. {step}" for n, step in enumerate(hit_steps, start=1))
-        blocks.append(f"{i}. [{hit.memory.id}] {hit.memory.text} (score {hit.score:.4f})\n{numbered}")
+        numbered = "\n".join(f"   {n}. {quoted(step)}" for n, step in enumerate(hit_steps, start=1))
+        blocks.append(f"{i}. [{hit.memory.id}] {quoted(hit.memory.text)} (score {hit.score:.4f})\n{numbered}")
     return ToolResult("\n".join(blocks), {"task": task, "skills": found})

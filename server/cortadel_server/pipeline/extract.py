@@ -20,6 +20,7 @@ from cortadel_server.pipeline.timeexpr import find_time
 
 if TYPE_CHECKING:
     from cortadel_server.config import Settings
+    from cortadel_server.pipeline.budget import WriteBudget
     from cortadel_server.providers.llm import ChatClient
 
 __all__ = ["Extractor", "build_extractor", "make_candidate"]
@@ -29,10 +30,14 @@ class Extractor(Protocol):
     """Turns a conversation into candidate facts. Must not touch storage.
 
     `is_agent_memory` makes the assistant the speaker whose facts are kept; `explicit` says the
-    speaker asked for the text to be remembered, so every statement in it counts.
+    speaker asked for the text to be remembered, so every statement in it counts. `budget` is the
+    request's: the extractor checks it as it goes (RequestCancelled, BudgetExceeded) and ends its
+    LLM calls by its deadline.
     """
 
-    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False) -> list[Candidate]: ...
+    def extract(
+        self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False, budget: WriteBudget | None = None
+    ) -> list[Candidate]: ...
 
 
 def make_candidate(
@@ -67,6 +72,7 @@ def make_candidate(
         entities=tuple(find_entities(text)),
         target=target,
         reconfirm=reconfirm,
+        at_now=turn.at_now,
     )
 
 

@@ -52,12 +52,17 @@ class EntityKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Turn:
-    """One conversation message. `at` is when it was said (the request time when unknown)."""
+    """One conversation message. `at` is when it was said (the request time when unknown).
+
+    `at_now` marks a message sent without a time: the writer moves its facts' times to the instant
+    it takes the write lock, so the order of writes and their times agree.
+    """
 
     role: str
     content: str
     uuid: str | None
     at: datetime
+    at_now: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,7 @@ class Candidate:
     entities: tuple[EntityMention, ...] = ()
     target: str | None = None
     reconfirm: bool = False
+    at_now: bool = False  # from a Turn with `at_now`: said_at/valid_at are re-stamped under the write lock
 
 
 @dataclass(frozen=True)

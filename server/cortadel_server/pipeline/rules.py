@@ -10,7 +10,9 @@ address", "that's no longer true"), resolutions ("the login bug is fixed") and e
 person (or with the speaker's name when a turn starts with one, "Caroline: I went ..."). With
 `explicit` (the caller asked to remember the text, as `add` does) every statement
 that is not a question or small talk is kept, in the speaker's own words when it is not about
-themselves. Every pattern is compiled once at import.
+themselves. Text that gives the assistant orders ("SYSTEM NOTICE: the assistant must …", "ignore
+previous instructions …") is never a fact about the speaker, even when asked to remember it: see
+`addresses_assistant`. Every pattern is compiled once at import.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.extract import make_candidate
 from cortadel_server.pipeline.model import Candidate, Intent, Turn
@@ -29,7 +32,7 @@ from cortadel_server.pipeline.rewrite import (
 )
 from cortadel_server.pipeline.timeexpr import find_times
 
-__all__ = ["RulesExtractor", "split_sentences"]
+__all__ = ["RulesExtractor", "addresses_assistant", "split_sentences"]
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -114,6 +117,18 @@ _RESOLVE_ACTIVE = _rx(
     r"^i\s+(?:have\s+)?(?:finally\s+|just\s+|already\s+)?(?:fixed|resolved|closed|finished|completed|solved)"
     r"\s+(?P<t>.+?)[.!]*$"
 )
+# Orders to the assistant dressed up as data: a system/admin label, "ignore previous instructions",
+# "the assistant must ...". Prompt-injection text, never a fact about the speaker.
+_TO_ASSISTANT = _rx(
+    r"^\W*(?:system|admin(?:istrator)?|developer|operator)(?:\s+(?:notice|message|prompt|instructions?|"
+    r"override|directive|note|alert))?\s*\]?\s*[:>-]|"
+    r"(?:^|[:;,]\s)\W*(?:(?:please|now|and|so|first|also|then),?\s+)*(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
+    r"(?:previous|prior|above|earlier|preceding|existing|original|system)\s+"
+    r"(?:instructions|prompts?|rules|messages|directions|guidelines)\b|"
+    r"(?:^|[:;,]\s)\W*(?:from now on,?\s+)?(?:the\s+)?(?:assistant|ai|ai assistant|model|chatbot|bot|llm)\s+"
+    r"(?:must|shall|has to|is required to|is instructed to|is not allowed to|may not|must not)\b|"
+    r"\bnew instructions?\s*:"
+)
 _PRONOUN_TARGET = _rx(r"^(?:it|that|this|they)$")
 _OLD = _rx(r"\b(?:old|previous|former|earlier|outdated)\s+")
 
@@ -137,6 +152,11 @@ def split_sentences(text: str) -> list[str]:
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
 
 
+def addresses_assistant(text: str) -> bool:
+    """True when a sentence of `text` gives the assistant orders rather than stating something."""
+    return any(_TO_ASSISTANT.search(sentence) for sentence in split_sentences(text))
+
+
 def is_compound(text: str) -> bool:
     """A question, or more than one sentence: raw text rather than one statement."""
     stripped = text.strip()
@@ -149,7 +169,9 @@ class RulesExtractor:
     def __init__(self, taxonomy: Taxonomy | None = None) -> None:
         self.taxonomy = taxonomy or Taxonomy.from_setting(None)
 
-    def extract(self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False) -> list[Candidate]:
+    def extract(
+        self, turns: Sequence[Turn], *, is_agent_memory: bool = False, explicit: bool = False, budget: WriteBudget | None = None
+    ) -> list[Candidate]:
         speaker = "assistant" if is_agent_memory else "user"
         subject = "Assistant" if is_agent_memory else "User"
         candidates: list[Candidate] = []
@@ -157,8 +179,12 @@ class RulesExtractor:
         for turn in turns:
             role = turn.role.strip().lower()
             named = _SPEAKER_PREFIX.match(turn.content)
+            if named and not _FIRST_PERSON.search(turn.content, named.end()):
+                named = None  # "Deploy: run tests, then push." is a label that carries the meaning, not a speaker
             content, who = (turn.content[named.end():], named["name"]) if named else (turn.content, subject)
             for sentence in split_sentences(content):
+                if budget is not None:
+                    budget.check()
                 if role != speaker:
                     if role != "system":
                         previous = _strip_tail_question(second_to_third(sentence, subject))
@@ -193,6 +219,8 @@ class RulesExtractor:
                 break
             text = remembered
         explicit = explicit or remembered_here
+        if _TO_ASSISTANT.search(text):
+            return None
         text = _TRAILING_NOISE.sub("", text)
         if remembered_here and text.endswith("?"):
             text = text.rstrip("?").strip()  # "can you remember that ...?" asks to keep a statement

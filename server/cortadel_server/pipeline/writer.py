@@ -20,14 +20,25 @@ facts (exact fingerprint, vector similarity and BM25, or the entity's facts for 
 decide (`cortadel_server.pipeline.decide`), apply the event and record it in the fact history.
 Because the neighbours are read inside the same serialised transaction that writes, two concurrent
 writes of one fact give one `ADD` and one `SKIP_DUPLICATE`. Embeddings, and any LLM call, happen
-before the transaction.
+before the transaction. "Now" is read inside it too: a statement sent without a time gets the
+instant its transaction began as its valid time (and every record time is that instant), so the
+serial order of writes and their times agree.
+
+Each request carries a `WriteBudget`: its LLM calls together end by CORTADEL_LLM_TIMEOUT and its
+extraction by the whole budget (BudgetExceeded, a 413). Between facts the writer stops when the
+client went away (what is stored stays stored), or reports the facts it had no time left for as
+`ERROR`.
 
 Events and what they store:
   ADD             a new current fact (extraction_status "pending" and an enrich job when inferring)
   SKIP_DUPLICATE  nothing; the outcome names the existing fact
   TOUCH           the existing fact's updated_at, and a TOUCH history entry
-  SUPERSEDE       a new fact; the old one gets invalid_at = the new valid_at (valid time),
-                  expired_at = now (record time), superseded_by, state "superseded"
+  SUPERSEDE       a new fact; the old one gets invalid_at = the new valid_at, or its own valid_at
+                  when that is later (valid time), expired_at = now (record time), superseded_by,
+                  state "superseded". A statement said (timestamped) before the current fact it
+                  contradicts became valid is history, reported as `ADD`: it is stored already
+                  superseded, valid until the next version in the slot's chain, and the version
+                  before it (if any) now ends where it begins
   RESOLVE         as SUPERSEDE, the old (open) item in state "resolved"
   INVALIDATE      the retracted fact gets invalid_at = when it was retracted, expired_at = now,
                   state "invalidated"; no new fact
@@ -39,17 +50,19 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cortadel_server.config import Settings
-from cortadel_server.errors import CortadelError
+from cortadel_server.errors import CortadelError, RequestCancelled
+from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.decide import decide, slot_query
 from cortadel_server.pipeline.enrich import ENRICH, Enricher, canonical_entity
@@ -64,7 +77,7 @@ from cortadel_server.pipeline.model import (
     Neighbour,
     Turn,
 )
-from cortadel_server.pipeline.rules import RulesExtractor, is_compound
+from cortadel_server.pipeline.rules import RulesExtractor, addresses_assistant, is_compound
 from cortadel_server.providers import build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.storage.base import (
@@ -89,6 +102,12 @@ NEIGHBOURS_PER_ARM = 8
 _MEMORY_TYPES = frozenset(t.value for t in MemoryType)
 #: How many facts one "forget everything about X" may delete at most.
 ENTITY_DELETE_LIMIT = 10_000
+#: How far back a dated statement is placed in its slot's chain of versions.
+CHAIN_LIMIT = 100
+INSTRUCTION_NOT_STORED = (
+    "Not stored: the text gives the assistant instructions rather than stating a fact. "
+    "Send it with infer: false to keep it verbatim as data."
+)
 
 
 @dataclass(frozen=True)
@@ -147,6 +166,8 @@ class Writer:
         taxonomy: Taxonomy | None = None,
         judge: LlmJudge | None = None,
         clock: Callable[[], float] = time.time,
+        budget_seconds: float = math.inf,
+        llm_seconds: float = math.inf,
     ) -> None:
         self.storage = storage
         self.embedder = embedder
@@ -155,6 +176,8 @@ class Writer:
         self.rules = RulesExtractor(self.taxonomy)
         self.judge = judge
         self.clock = clock
+        self.budget_seconds = budget_seconds
+        self.llm_seconds = llm_seconds  # for all the LLM calls of one request together
         self.enricher = Enricher(storage, self.taxonomy)  # job times are wall-clock times
 
     @classmethod
@@ -164,7 +187,10 @@ class Writer:
         taxonomy = Taxonomy.from_setting(settings.categories)
         chat = build_chat_client(settings) if settings.extractor == "llm" else None
         extractor = build_extractor(settings, chat)
-        return cls(storage, embedder, extractor, taxonomy=taxonomy, judge=LlmJudge(chat) if chat else None)
+        return cls(
+            storage, embedder, extractor, taxonomy=taxonomy, judge=LlmJudge(chat) if chat else None,
+            budget_seconds=settings.write_budget, llm_seconds=settings.llm_timeout,
+        )
 
     def start_background(self) -> None:
         self.enricher.start()
@@ -187,23 +213,31 @@ class Writer:
         source: str,
         session_id: str | None = None,
         at: float | None = None,
+        budget: WriteBudget | None = None,
     ) -> WriteOutcome:
         """One text. With `infer` it runs through the extractor like a one-message conversation the
         user asked to remember (and is stored as written when the extractor finds no statement in
         it, a lone "thanks" say); without, it is
         stored verbatim, but retractions/resolutions in it are still recognised and it is still
-        deduplicated. All results are in `extra["results"]`; the first one is returned."""
+        deduplicated. All results are in `extra["results"]`; the first one is returned. Text that
+        only gives the assistant orders is not stored when inferring (an `ERROR` outcome says so).
+        Raises BudgetExceeded when extraction outruns the budget."""
+        budget = (budget or WriteBudget()).start(self.budget_seconds, llm_seconds=self.llm_seconds)
         scope = _Scope(user_id, infer, source, app_name, memory_type, dict(metadata), project, tuple(tags), session_id)
-        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock() if at is None else at, UTC))
+        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock() if at is None else at, UTC), at_now=at is None)
         candidates: list[Candidate] = []
         if infer:
             try:
-                candidates = self.extractor.extract([turn], explicit=True)
+                candidates = self.extractor.extract([turn], explicit=True, budget=budget)
             except ExtractionFailed as exc:
                 return WriteOutcome(Event.ERROR.value, error=str(exc))
+            except RequestCancelled as exc:
+                return WriteOutcome(Event.ERROR.value, error=str(exc))
+            if not candidates and addresses_assistant(text):
+                return WriteOutcome(Event.ERROR.value, error=INSTRUCTION_NOT_STORED)
         if not candidates:
             candidates = [self.rules.verbatim(text, turn)]
-        outcomes = self._write(scope, candidates)
+        outcomes = self._write(scope, candidates, budget)
         if not outcomes:
             return WriteOutcome(Event.ERROR.value, memory=text, error="Nothing to forget: no current memory matches.")
         first = outcomes[0]
@@ -221,47 +255,68 @@ class Writer:
         project: str | None,
         session_id: str | None,
         transcript_path: str | None,
+        budget: WriteBudget | None = None,
     ) -> list[WriteOutcome]:
         """Distil the turns into facts and store each one; [] when nothing was extracted (and
-        nothing stored). An extraction outage without fallback gives one ERROR outcome."""
+        nothing stored). An extraction outage without fallback gives one ERROR outcome; raises
+        BudgetExceeded when extraction outruns the budget."""
+        budget = (budget or WriteBudget()).start(self.budget_seconds, llm_seconds=self.llm_seconds)
         now = self.clock()
-        timed = [Turn(t.role, t.content, t.uuid, datetime.fromtimestamp(now if t.at is None else t.at, UTC)) for t in turns]
+        timed = [
+            Turn(t.role, t.content, t.uuid, datetime.fromtimestamp(now if t.at is None else t.at, UTC), at_now=t.at is None)
+            for t in turns
+        ]
         try:
-            candidates = self.extractor.extract(timed, is_agent_memory=is_agent_memory)
+            candidates = self.extractor.extract(timed, is_agent_memory=is_agent_memory, budget=budget)
         except ExtractionFailed as exc:
             return [WriteOutcome(Event.ERROR.value, error=str(exc))]
+        except RequestCancelled:
+            return []
         scope = _Scope(user_id, True, "conversation", app_name, None, {}, project, tuple(tags), session_id, transcript_path)
-        return self._write(scope, candidates)
+        return self._write(scope, candidates, budget)
 
     # -- the pipeline ----------------------------------------------------------------------------
-    def _write(self, scope: _Scope, candidates: Sequence[Candidate]) -> list[WriteOutcome]:
+    def _write(self, scope: _Scope, candidates: Sequence[Candidate], budget: WriteBudget) -> list[WriteOutcome]:
         if not candidates:
             return []
         texts = list(dict.fromkeys([c.text for c in candidates] + [_query(c) for c in candidates]))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
         outcomes: list[WriteOutcome] = []
         forced = scope.memory_type if scope.memory_type in _MEMORY_TYPES else None  # invalid → classify
-        for candidate in candidates:
+        for done, candidate in enumerate(candidates):
+            if budget.cancelled:
+                log.info("client went away: %d of %d facts written, the rest dropped", done, len(candidates))
+                break
+            if budget.spent:
+                error = f"Not stored: the request's {budget.seconds:g} s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."
+                outcomes.extend(WriteOutcome(Event.ERROR.value, memory=c.text, error=error) for c in candidates[done:])
+                break
             if forced:
                 candidate = dataclasses.replace(candidate, memory_type=MemoryType(forced))
             try:
-                outcomes.extend(self._one(scope, candidate, vectors[candidate.text], vectors[_query(candidate)]))
+                outcomes.extend(self._one(scope, candidate, vectors[candidate.text], vectors[_query(candidate)], budget))
             except CortadelError as exc:
-                log.error("write failed for %r: %s", candidate.text, exc)
+                log.error("write failed for a %d-character fact: %s", len(candidate.text), exc)  # never the text
                 outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
         if any(o.event in (Event.ADD.value, Event.SUPERSEDE.value, Event.RESOLVE.value) for o in outcomes) and scope.infer:
             self.enricher.wake()
         return outcomes
 
-    def _one(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray) -> list[WriteOutcome]:
+    def _one(
+        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray, budget: WriteBudget
+    ) -> list[WriteOutcome]:
         judged: tuple[Decision, Decision] | None = None
         if self.judge is not None and candidate.intent is Intent.REMEMBER:
             # Settle an ambiguous case with the model before taking the write lock.
             neighbours = self._neighbours(scope.user_id, candidate, query_vector)
             ruled = decide(candidate, neighbours)
             if ruled.ambiguous:
-                judged = (ruled, self.judge.judge(candidate, neighbours, ruled))
+                judged = (ruled, self.judge.judge(candidate, neighbours, ruled, budget))
         with self.storage.write():
+            now = self.clock()
+            if candidate.at_now:
+                moved = timedelta(seconds=now - _ts(candidate.said_at))
+                candidate = dataclasses.replace(candidate, said_at=candidate.said_at + moved, valid_at=candidate.valid_at + moved)
             neighbours = self._neighbours(scope.user_id, candidate, query_vector)
             decision = decide(candidate, neighbours)
             if judged is not None and judged[0] == decision:
@@ -270,7 +325,7 @@ class Writer:
                 # Two raw turns that start alike are not one fact corrected: verbatim text of several
                 # sentences is only deduplicated.
                 decision = Decision(Event.ADD, (), "verbatim text is only deduplicated")
-            return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours})
+            return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours}, now)
 
     def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray) -> list[Neighbour]:
         """The current facts decide() should compare the candidate with, best first (for an entity
@@ -306,13 +361,13 @@ class Writer:
         decision: Decision,
         vector: np.ndarray,
         neighbours: dict[str, Neighbour],
+        now: float,
     ) -> list[WriteOutcome]:
-        now = self.clock()
         user = scope.user_id
         event = decision.event
         extra = {"targets": list(decision.targets), "reason": decision.reason}
         if event is Event.NOOP:
-            log.info("no-op for %r: %s", candidate.text, decision.reason)
+            log.info("no-op: a retraction matched no current fact")  # the reason quotes the text
             return []
         if event is Event.DELETE_ENTITY:
             gone = [(t, neighbours[t].text) for t in decision.targets]
@@ -327,19 +382,27 @@ class Writer:
             return [WriteOutcome(event.value, target, record.text if record else None, record=record, extra=extra)]
         if event is Event.INVALIDATE:
             target = decision.targets[0]
+            retracted = self.storage.get_memory(user, target)
             self.storage.update_memory(
-                user, target, invalid_at=_ts(candidate.valid_at), expired_at=now, state=INVALIDATED, updated_at=now,
+                user, target, invalid_at=_ends_at(_ts(candidate.valid_at), retracted), expired_at=now, state=INVALIDATED,
+                updated_at=now,
             )
             self.storage.record_event(user, target, event.value, now, {"statement": candidate.text, "source": scope.source})
             record = self.storage.get_memory(user, target)
             return [WriteOutcome(event.value, target, record.text if record else None, record=record, extra=extra)]
 
+        replaced = self.storage.get_memory(user, decision.targets[0]) if event in (Event.SUPERSEDE, Event.RESOLVE) else None
+        # Said before the current fact even held: history. Said later but dated earlier ("I moved
+        # last month"): a correction, and the old fact's validity ends where it began at the latest.
+        if event is Event.SUPERSEDE and replaced is not None and replaced.valid_at is not None \
+                and _ts(candidate.said_at) < replaced.valid_at:
+            return [self._insert_history(scope, candidate, vector, replaced, now, extra)]
         record = self._insert(scope, candidate, vector, now)
         if event in (Event.SUPERSEDE, Event.RESOLVE):
             old = decision.targets[0]
             self.storage.update_memory(
                 user, old,
-                invalid_at=record.valid_at, expired_at=now, superseded_by=record.id,
+                invalid_at=_ends_at(record.valid_at, replaced), expired_at=now, superseded_by=record.id,
                 state=RESOLVED if event is Event.RESOLVE else SUPERSEDED, updated_at=now,
             )
             self.storage.record_event(user, old, event.value, now, {"superseded_by": record.id, "statement": candidate.text})
@@ -347,6 +410,48 @@ class Writer:
         else:
             self.storage.record_event(user, record.id, Event.ADD.value, now, {"source": scope.source})
         return [WriteOutcome(event.value, record.id, record.text, record=record, extra=extra)]
+
+    def _insert_history(
+        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, current: MemoryRecord, now: float, extra: dict[str, Any]
+    ) -> WriteOutcome:
+        """A statement dated before the current fact of its slot: a past version, never current.
+
+        It is valid from its own time until the next version after it in the chain of versions
+        that ends at `current`; the version before it, if its validity covered that time, now ends
+        where the statement begins. No interval ends before it starts and none overlap.
+        """
+        user = scope.user_id
+        valid_at = _ts(candidate.valid_at)
+        after, before = current, self._predecessor(user, current)
+        for _ in range(CHAIN_LIMIT):
+            if before is None or before.valid_at is None or before.valid_at <= valid_at:
+                break
+            after, before = before, self._predecessor(user, before)
+        record = self._insert(scope, candidate, vector, now)
+        self.storage.update_memory(
+            user, record.id, invalid_at=after.valid_at, expired_at=now, superseded_by=after.id, state=SUPERSEDED,
+        )
+        self.storage.record_event(user, record.id, Event.ADD.value, now, {"source": scope.source, "superseded_by": after.id})
+        # The chain now runs before -> record -> after; the history entries are what _predecessor walks.
+        self.storage.record_event(user, after.id, Event.SUPERSEDE.value, now, {"supersedes": record.id})
+        if before is not None:
+            self.storage.record_event(user, record.id, Event.SUPERSEDE.value, now, {"supersedes": before.id})
+            if before.invalid_at is None or before.invalid_at > valid_at:
+                self.storage.update_memory(user, before.id, invalid_at=valid_at, superseded_by=record.id, updated_at=now)
+                self.storage.record_event(
+                    user, before.id, Event.SUPERSEDE.value, now, {"superseded_by": record.id, "statement": candidate.text}
+                )
+        stored = self.storage.get_memory(user, record.id)
+        reason = f"dated before the current fact {current.id}: stored as a past version"
+        return WriteOutcome(Event.ADD.value, record.id, record.text, record=stored, extra={**extra, "reason": reason})
+
+    def _predecessor(self, user_id: str, memory: MemoryRecord) -> MemoryRecord | None:
+        """The version just before `memory` in its slot, from its history (None for the first)."""
+        for entry in reversed(self.storage.history(user_id, memory.id)):  # a dated insert may come later
+            previous = entry.detail.get("supersedes")
+            if entry.event == Event.SUPERSEDE.value and previous:
+                return self.storage.get_memory(user_id, previous)
+        return None
 
     def _insert(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, now: float) -> MemoryRecord:
         record = MemoryRecord(
@@ -373,6 +478,12 @@ class Writer:
         if scope.infer:
             self.storage.enqueue_job(ENRICH, scope.user_id, record.id, {})
         return record
+
+
+def _ends_at(instant: float | None, fact: MemoryRecord | None) -> float | None:
+    """When `fact` stops being valid, `instant`, but never before it began."""
+    began = fact.valid_at if fact is not None else None
+    return instant if instant is None or began is None else max(instant, began)
 
 
 def _query(candidate: Candidate) -> str:

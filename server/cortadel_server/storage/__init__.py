@@ -1,4 +1,5 @@
-"""Storage backends behind one interface; ``open_storage`` picks one from the settings."""
+"""Storage backends behind one interface; ``open_storage`` picks one from the settings: PostgreSQL
+when ``CORTADEL_DATABASE_URL`` is a ``postgresql://`` URL, else the SQLite file (the default)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ from cortadel_server.storage.base import Storage
 
 
 def open_storage(settings: Settings) -> Storage:
+    url = settings.postgres_url
+    if url is not None:
+        from cortadel_server.storage.postgres import PostgresStorage
+
+        # A connection for every request thread that may hold one, and one for the job worker.
+        connections = settings.read_workers + settings.write_workers + 1
+        return PostgresStorage(url, query_timeout=settings.query_timeout, max_connections=connections)
     from cortadel_server.storage.sqlite import SqliteStorage
 
     return SqliteStorage(settings.database_path, query_timeout=settings.query_timeout)

@@ -11,7 +11,7 @@ true in the world); record time is ``created_at``/``expired_at`` (when we believ
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,10 +132,44 @@ class IndexInfo:
     dim: int | None
     model: str | None
     vector_indexes: list[str]
+    #: memories with no embedding at all (invisible to vector search until repaired)
+    missing_embeddings: int = 0
+    #: the model label an unfinished reindex is moving to, and the memories it has still to re-embed
+    reindex_target: str | None = None
+    reindex_remaining: int = 0
 
 
 class Storage(abc.ABC):
-    """A user-namespaced memory store with full-text and vector arms, history, entities and jobs."""
+    """A user-namespaced memory store with full-text and vector arms, history, entities and jobs.
+
+    The contract every backend keeps (tests/test_storage_contract.py holds each backend to it):
+
+    **Tenancy.** Every method that reads or writes a user's data takes that ``user_id`` and filters
+    every statement on it, joins included; no method returns or changes a row of another user. The
+    only cross-user operations are the job queue (``claim_job`` and ``requeue_running_jobs`` take
+    any user's job, which then names its user) and the index maintenance of the vectors section.
+
+    **Transactions.** ``write()`` opens one transaction; everything inside commits together when
+    the block exits, or rolls back together when it raises. Writers of one user are serialised,
+    across threads and across processes on the same database: a second writer that touches the
+    user waits until the first commits, and then sees what it wrote, so a check-then-insert
+    (deduplication, supersede) inside one ``write()`` is atomic. Inside ``write()`` every read of
+    the writing thread sees the transaction's own uncommitted writes. ``write()`` is re-entrant:
+    a nested call (every mutating method opens one) joins the enclosing transaction. Outside
+    ``write()`` a read sees only committed data; each mutating method called alone is its own
+    transaction. A backend may serialise more (SQLite: every writer), never less.
+
+    **Caches and versions.** Every change to a user's memories (insert, update, delete,
+    embeddings) moves that user's version on (``user_versions``) in the same transaction; erasing
+    a user never lets a later version repeat an earlier one. A process may cache per-user data
+    derived from memory rows (the SQLite backend's vector matrices) only labelled with the version
+    it reflects, and must compare it with the stored version in the snapshot it reads from before
+    using it: that is how a cache learns another process wrote. Nothing else is cached: after one
+    process's ``write()`` returns, a read in any process sees the change.
+
+    **Derived text.** A memory's context and its session's document (storage/sessions.py) are
+    kept by the backend on every insert, edit and delete, by the rules in that module.
+    """
 
     backend: str
     location: str
@@ -149,8 +183,14 @@ class Storage(abc.ABC):
         """Run a trivial query; raise StorageError when the database is unreachable."""
 
     @abc.abstractmethod
-    def write(self) -> AbstractContextManager[None]:
-        """One serialised write transaction. Everything inside commits or rolls back together."""
+    def write(self, user_id: str | None = None) -> AbstractContextManager[None]:
+        """One write transaction, as the class describes. ``user_id`` takes that user's writer turn
+        at once; without it the turn of each user is taken at the first method called for that
+        user inside the block (reads included), before it reads anything."""
+
+    @abc.abstractmethod
+    def user_version(self, user_id: str) -> int:
+        """The user's version (0 before their first write): what a cache of their data compares with."""
 
     # -- memories --------------------------------------------------------------------------------
     @abc.abstractmethod
@@ -179,7 +219,14 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
-        """Hard delete: rows, full-text entries, vectors, history, entity links. Returns the count."""
+        """Hard delete: rows, full-text entries, vectors, history, entity links, and their text
+        quoted in other memories' history. Once it returns, no copy of the text is left in the
+        database files. Returns the count."""
+
+    @abc.abstractmethod
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        """Erase everything of one user, as ``delete_memories`` erases a memory. Returns the rows
+        erased per table."""
 
     # -- retrieval arms --------------------------------------------------------------------------
     @abc.abstractmethod
@@ -253,16 +300,24 @@ class Storage(abc.ABC):
         """Create the vector index for ``dim`` when there is none yet."""
 
     @abc.abstractmethod
-    def iter_texts(self, batch: int) -> Iterator[list[tuple[str, str, str]]]:
-        """Every memory of every user, as batches of (user_id, memory_id, text), for reindexing."""
+    def begin_reindex(self, dim: int, model: str) -> None:
+        """Record that every memory is to be re-embedded with ``model`` (of ``dim``). The old
+        embeddings stay until replaced; an unfinished reindex to the same model keeps its progress."""
 
     @abc.abstractmethod
-    def rebuild_vector_index(self, dim: int, model: str) -> None:
-        """Drop the vector index and create an empty one of ``dim``; embeddings must be re-set."""
+    def stale_embeddings(self, limit: int) -> list[tuple[str, str, str]]:
+        """The next (user_id, memory_id, text) whose embedding is due: not yet re-embedded by the
+        unfinished reindex, or missing. Empty when there is nothing left to embed."""
 
     @abc.abstractmethod
     def set_embeddings(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
-        """(user_id, memory_id, vector) triples: store each and index the current ones."""
+        """(user_id, memory_id, vector) triples: store each and index the current ones, and move an
+        unfinished reindex past them, all in one transaction."""
+
+    @abc.abstractmethod
+    def finish_reindex(self) -> bool:
+        """Switch the index to the reindex's model once no memory is left to re-embed. Returns
+        whether no reindex is left unfinished."""
 
     @abc.abstractmethod
     def count_memories(self) -> int: ...

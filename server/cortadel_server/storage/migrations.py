@@ -195,6 +195,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        "0004_purge_and_embedding_repair",
+        """
+        -- A deleted row's tokens leave the full-text indexes at once, instead of lingering in index
+        -- segments (behind a delete marker) until a merge: deletion must really delete.
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO session_docs_fts(session_docs_fts, rank) VALUES ('secure-delete', 1);
+        -- Rows without an embedding (left by an interrupted reindex of an older version), found and
+        -- counted without a scan by the health check and the startup repair.
+        CREATE INDEX memories_missing_embedding ON memories(rowid) WHERE embedding IS NULL;
+        """,
+    ),
 )
 
 

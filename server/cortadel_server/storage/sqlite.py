@@ -12,10 +12,8 @@ import hashlib
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,11 @@ from cortadel_server.storage.base import (
     ScoredId,
     Storage,
 )
+from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.migrations import migrate
-from cortadel_server.text import words
+from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
+from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+from cortadel_server.storage.vector_cache import UserVectors, VectorCache
 
 _JSON_FIELDS = ("categories", "tags", "metadata", "source_turn_uuids")
 _COLUMNS = (
@@ -46,17 +47,11 @@ _COLUMNS = (
 _SELECT = "SELECT " + ", ".join(_COLUMNS) + " FROM memories"
 _UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "created_at"}
 
-# Words too common to carry evidence in a BM25 OR-query; they only slow ranking down.
-_STOPWORDS = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have he her hers him his how i "
-    "if in into is it its me my no not of on or our ours she so than that the their them then there these they "
-    "this to too up us was we were what when where which who whom why will with would you your yours".split()
-)
-
-
-#: BM25 weight of a memory's context column (the text written before it in its session) against
-#: its own text (1.0). Tuned on LoCoMo dev: 0.3 lifts turn recall@5 of BM25 from 0.53 to 0.64.
-CONTEXT_WEIGHT = 0.3
+# Keys of the meta table.
+_VERSION_FLOOR = "user_version_floor"  # the highest version a since erased user reached
+_REINDEX_MODEL = "reindex_model"  # an unfinished reindex: the model label it embeds with,
+_REINDEX_DIM = "reindex_dim"  # that model's dimension,
+_REINDEX_THROUGH = "reindex_through"  # and the highest rowid re-embedded so far
 
 
 def user_key(user_id: str) -> str:
@@ -66,105 +61,17 @@ def user_key(user_id: str) -> str:
 
 def fts_query(query: str) -> str | None:
     """An FTS5 OR-query of the query's words, each quoted so no word is read as syntax."""
-    tokens = words(query)
-    kept = [t for t in tokens if t not in _STOPWORDS] or tokens
-    unique = list(dict.fromkeys(t.replace('"', "") for t in kept if t.replace('"', "")))
-    if not unique:
-        return None
-    return " OR ".join(f'"{t}"' for t in unique)
+    terms = query_terms(query)
+    return " OR ".join(f'"{t}"' for t in terms) if terms else None
 
 
-class _UserVectors:
-    """One user's embeddings in a growable matrix, kept in step with the database by write-through
-    deltas (see ``SqliteStorage._change_vectors``) and labelled with the user version it reflects."""
-
-    def __init__(self, version: int, dim: int, rowids: list[int], ids: list[str], vectors: np.ndarray, current: list[bool]) -> None:
-        self.version = version
-        self.dim = dim
-        self.n = len(ids)
-        capacity = max(16, self.n * 5 // 4)
-        self.rowids = np.full(capacity, -1, dtype=np.int64)
-        self.rowids[: self.n] = rowids
-        self.ids = list(ids)
-        self.index = {memory_id: i for i, memory_id in enumerate(ids)}
-        self.matrix = np.zeros((capacity, dim), dtype=np.float32)
-        self.matrix[: self.n] = vectors
-        self.current = np.zeros(capacity, dtype=bool)
-        self.current[: self.n] = current
-
-    def append(self, rowid: int, memory_id: str, vector: np.ndarray, current: bool) -> None:
-        if self.n == len(self.rowids):
-            grow = len(self.rowids)
-            self.rowids = np.concatenate([self.rowids, np.full(grow, -1, dtype=np.int64)])
-            self.matrix = np.concatenate([self.matrix, np.zeros((grow, self.dim), dtype=np.float32)])
-            self.current = np.concatenate([self.current, np.zeros(grow, dtype=bool)])
-        i = self.n
-        self.rowids[i] = rowid
-        self.matrix[i] = vector if len(vector) == self.dim else 0.0
-        self.current[i] = current
-        self.ids.append(memory_id)
-        self.index[memory_id] = i
-        self.n += 1
-
-    def set_current(self, memory_id: str, current: bool) -> None:
-        i = self.index.get(memory_id)
-        if i is not None:
-            self.current[i] = current
-
-    def remove(self, memory_ids: Sequence[str]) -> None:
-        for memory_id in memory_ids:
-            i = self.index.pop(memory_id, None)
-            if i is not None:  # a hole: no rowid matches it, never current
-                self.rowids[i] = -1
-                self.current[i] = False
-
-
-def _cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Dot products of unit vectors. einsum, not BLAS: a multi-threaded BLAS matrix-vector product
-    is ten times slower on a busy two-core machine than this single-threaded loop."""
-    return np.einsum("ij,j->i", matrix, query)
-
-
-class _VectorCache:
-    """Per-user matrices of embeddings, checked against the user's version on every read.
-
-    Bounded by the number of vectors held (least recently used users are dropped first).
-    """
-
-    def __init__(self, max_vectors: int = 2_000_000) -> None:
-        self._users: OrderedDict[str, _UserVectors] = OrderedDict()
-        self._max = max_vectors
-        self._held = 0
-        self._lock = threading.Lock()
-
-    def get(self, user_id: str) -> _UserVectors | None:
-        with self._lock:
-            entry = self._users.get(user_id)
-            if entry is not None:
-                self._users.move_to_end(user_id)
-            return entry
-
-    def put(self, user_id: str, entry: _UserVectors) -> None:
-        with self._lock:
-            old = self._users.pop(user_id, None)
-            if old is not None:
-                self._held -= old.n
-            self._users[user_id] = entry
-            self._held += entry.n
-            while self._held > self._max and len(self._users) > 1:
-                _, dropped = self._users.popitem(last=False)
-                self._held -= dropped.n
-
-    def drop(self, user_id: str) -> None:
-        with self._lock:
-            old = self._users.pop(user_id, None)
-            if old is not None:
-                self._held -= old.n
-
-    def clear(self) -> None:
-        with self._lock:
-            self._users.clear()
-            self._held = 0
+_DIALECT = Dialect(
+    param="?",
+    list_holds=lambda column: f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value = ?)",
+    list_overlaps=lambda column: f"EXISTS (SELECT 1 FROM json_each({column}) WHERE value IN (SELECT value FROM json_each(?)))",
+    value_in=lambda column: f"{column} IN (SELECT value FROM json_each(?))",
+    list_param=lambda values: json.dumps(list(values)),
+)
 
 
 class _Connection(apsw.Connection):
@@ -187,13 +94,16 @@ class SqliteStorage(Storage):
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._write_owner: int | None = None
-        self._vectors = _VectorCache()
+        self._vectors = VectorCache()
         #: users whose rows the open write transaction changed (their cached vectors are dropped on rollback)
         self._bumped: set[str] = set()
         self._all_conns: list[_Connection] = []
         self._conns_lock = threading.Lock()
+        #: a delete committed in the open write transaction: checkpoint once it commits
+        self._purged = False
         with self._translate():
             self._writer = self._connect()
+            self._enable_incremental_vacuum()
             # WAL is a property of the file; switch it on outside any transaction.
             self._writer.execute("PRAGMA journal_mode=WAL")
             migrate(self._writer)
@@ -202,11 +112,21 @@ class SqliteStorage(Storage):
     def _connect(self) -> _Connection:
         conn = _Connection(str(self.path))
         conn.set_busy_timeout(int(self._query_timeout * 1000))
-        conn.execute("PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY")
+        # secure_delete: freed cells and pages are zeroed, so deleted text leaves the file.
+        conn.execute(
+            "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY; PRAGMA secure_delete=ON"
+        )
         conn.set_progress_handler(conn.past_deadline, 10_000)
         with self._conns_lock:
             self._all_conns.append(conn)
         return conn
+
+    def _enable_incremental_vacuum(self) -> None:
+        """Let deletes hand freed pages back to the file system. A file made before this needs one
+        VACUUM to switch (instant on a new, empty file)."""
+        if next(self._writer.execute("PRAGMA auto_vacuum"))[0] == 0:
+            self._writer.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            self._writer.execute("VACUUM")
 
     def _conn(self) -> _Connection:
         if self._write_owner == threading.get_ident():
@@ -247,7 +167,8 @@ class SqliteStorage(Storage):
         self._rows("SELECT 1")
 
     @contextmanager
-    def write(self) -> Iterator[None]:
+    def write(self, user_id: str | None = None) -> Iterator[None]:
+        # One writer at a time for the whole file: the turn of every user at once.
         me = threading.get_ident()
         if self._write_owner == me:  # nested: part of the enclosing transaction
             yield
@@ -255,39 +176,54 @@ class SqliteStorage(Storage):
         with self._write_lock:
             self._write_owner = me
             self._bumped = set()
+            self._purged = False
             try:
                 self._exec("BEGIN IMMEDIATE")
                 try:
                     yield
                 except BaseException:
                     self._exec("ROLLBACK")
-                    for user_id in self._bumped:  # the cache may hold what never committed
-                        self._vectors.drop(user_id)
+                    for bumped in self._bumped:  # the cache may hold what never committed
+                        self._vectors.drop(bumped)
                     raise
                 self._exec("COMMIT")
+                if self._purged:
+                    self._checkpoint()
             finally:
                 self._write_owner = None
 
-    def _bump(self, user_id: str, change: Callable[[_UserVectors], None] | None = None) -> None:
+    def _purge(self) -> None:
+        """Called inside a write that deleted text: give the freed pages back now, and checkpoint
+        once it commits, so no copy of the text is left in the file or in its WAL."""
+        self._exec("PRAGMA incremental_vacuum")
+        self._purged = True
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it: the old page images in the WAL still
+        hold the deleted text. A reader of another process may keep it from completing; the next
+        checkpoint then finishes the job."""
+        self._exec("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _bump(self, user_id: str, change: Callable[[UserVectors], None] | None = None) -> None:
         """Move the user's version on and apply ``change`` to their cached vectors, write-through.
 
         The cached entry follows only when it reflects the version just before this one; anything
         else (a write by another process on the same file) drops it, to be reloaded on demand.
         """
+        # A user erased and written again starts above every version an erased user had, so a
+        # cache of the erased data (in another process) never looks current.
         version = self._rows(
-            "INSERT INTO user_versions(user_id, version) VALUES (?, 1) "
+            "INSERT INTO user_versions(user_id, version) VALUES "
+            f"(?, 1 + COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{_VERSION_FLOOR}'), 0)) "
             "ON CONFLICT(user_id) DO UPDATE SET version = version + 1 RETURNING version",
             (user_id,),
         )[0][0]
         self._bumped.add(user_id)
-        entry = self._vectors.get(user_id)
-        if entry is None:
-            return
-        if change is None or entry.version != version - 1:
-            self._vectors.drop(user_id)
-            return
-        change(entry)
-        entry.version = version
+        self._vectors.advance(user_id, version, change)
+
+    def user_version(self, user_id: str) -> int:
+        rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
+        return int(rows[0][0]) if rows else 0
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
@@ -298,17 +234,17 @@ class SqliteStorage(Storage):
         values["embedding"] = np.asarray(embedding, dtype=np.float32).tobytes()
         names = [*values, "context"]
         with self.write():
-            values["context"] = self._last_text(memory.user_id, memory.session_id)
+            values["context"] = context_for(self._last_text(memory.user_id, memory.session_id))
             self._exec(
                 f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", values
             )
+            rowid = self._conn().last_insert_rowid()  # before the session_docs insert moves it on
             if memory.session_id is not None:
                 self._exec(
                     "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || char(10) || excluded.text",
-                    (memory.user_id, memory.session_id, values["user_key"], memory.text),
+                    "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text",
+                    (memory.user_id, memory.session_id, values["user_key"], memory.text, SEPARATOR),
                 )
-            rowid = self._conn().last_insert_rowid()
             vector = np.asarray(embedding, dtype=np.float32)
             self._bump(memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
 
@@ -325,7 +261,7 @@ class SqliteStorage(Storage):
                 {**values, "_user": user_id, "_id": memory_id},
             )
             if touched or fields.get("session_id"):
-                self._rebuild_sessions(user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
+                rebuild_sessions(self, user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
             now_current = self._rows(
                 "SELECT expired_at IS NULL AND invalid_at IS NULL FROM memories WHERE id = ? AND +user_id = ?",
                 (memory_id, user_id),
@@ -356,45 +292,7 @@ class SqliteStorage(Storage):
 
     @staticmethod
     def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
-        p = alias
-        clauses = [f"{p}user_id = ?"]
-        params: list[Any] = [user_id]
-        if filters.known_at is not None:
-            # What we believed at known_at: recorded by then, not yet expired by then.
-            clauses.append(f"{p}created_at <= ? AND ({p}expired_at IS NULL OR {p}expired_at > ?)")
-            params += [filters.known_at, filters.known_at]
-        if filters.as_of is not None:
-            # What was true at as_of: valid from before it (or from when recorded) and not ended.
-            clauses.append(
-                f"COALESCE({p}valid_at, {p}created_at) <= ? AND ({p}invalid_at IS NULL OR {p}invalid_at > ?)"
-            )
-            params += [filters.as_of, filters.as_of]
-            if filters.known_at is None and not filters.include_superseded:
-                # Retractions and corrections made later do not rewrite what was true then, but a
-                # row we expired without ending its valid time (a deletion of belief) stays out.
-                clauses.append(f"({p}expired_at IS NULL OR {p}invalid_at IS NOT NULL)")
-        if filters.current_only:
-            clauses.append(f"{p}expired_at IS NULL AND {p}invalid_at IS NULL")
-        if filters.valid_between is not None:
-            clauses.append(f"COALESCE({p}valid_at, {p}created_at) >= ? AND COALESCE({p}valid_at, {p}created_at) < ?")
-            params += list(filters.valid_between)
-        for column in ("session_id", "memory_type", "app_name", "project"):
-            value = getattr(filters, column)
-            if value is not None:
-                clauses.append(f"{p}{column} = ?")
-                params.append(value)
-        if filters.tag is not None:
-            clauses.append(f"EXISTS (SELECT 1 FROM json_each({p}tags) WHERE value = ?)")
-            params.append(filters.tag)
-        if filters.categories:
-            clauses.append(
-                f"EXISTS (SELECT 1 FROM json_each({p}categories) WHERE value IN (SELECT value FROM json_each(?)))"
-            )
-            params.append(json.dumps(list(filters.categories)))
-        if filters.ids:
-            clauses.append(f"{p}id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(filters.ids)))
-        return " AND ".join(clauses), params
+        return where_clause(user_id, filters, _DIALECT, alias)
 
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
@@ -431,6 +329,16 @@ class SqliteStorage(Storage):
                 return 0
             found = json.dumps(existing)
             sessions = self._sessions_of(user_id, existing)
+            # Other memories' history may quote these texts (a superseded fact's event names the
+            # statement that replaced it): the quote goes, the event stays.
+            self._exec(
+                "UPDATE memory_events SET detail = json_remove(detail, '$.statement') WHERE user_id = ? "
+                "AND json_extract(detail, '$.statement') IS NOT NULL "
+                "AND (json_extract(detail, '$.superseded_by') IN (SELECT value FROM json_each(?)) "
+                "     OR json_extract(detail, '$.statement') IN "
+                "        (SELECT text FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?))",
+                (user_id, found, found, user_id),
+            )
             self._exec("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?", (found, user_id))
             self._exec("DELETE FROM memory_events WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             self._exec("DELETE FROM memory_entities WHERE memory_id IN (SELECT value FROM json_each(?))", (found,))
@@ -441,20 +349,47 @@ class SqliteStorage(Storage):
                 (user_id,),
             )
             # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
-            self._rebuild_sessions(user_id, sessions)
+            rebuild_sessions(self, user_id, sessions)
             self._bump(user_id, lambda entry: entry.remove(existing))
+            self._purge()
             return len(existing)
 
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        ids = "SELECT id FROM memories WHERE user_id = :user"
+        entity_ids = "SELECT id FROM entities WHERE user_id = :user"
+        # Children before parents; the full-text rows follow their tables through the triggers.
+        steps = (
+            ("memory_entities", f"DELETE FROM memory_entities WHERE memory_id IN ({ids}) OR entity_id IN ({entity_ids})"),
+            ("entity_aliases", f"DELETE FROM entity_aliases WHERE entity_id IN ({entity_ids})"),
+            ("entities", "DELETE FROM entities WHERE user_id = :user"),
+            ("memory_events", "DELETE FROM memory_events WHERE user_id = :user"),
+            ("jobs", "DELETE FROM jobs WHERE user_id = :user"),
+            ("session_docs", "DELETE FROM session_docs WHERE user_id = :user"),
+            ("memories", "DELETE FROM memories WHERE user_id = :user"),
+            ("user_versions", "DELETE FROM user_versions WHERE user_id = :user"),
+        )
+        erased: dict[str, int] = {}
+        with self.write():
+            version = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
+            if version:
+                floor = int(self._meta(_VERSION_FLOOR) or 0)
+                self._set_meta(_VERSION_FLOOR, str(max(floor, version[0][0])))
+            for table, sql in steps:
+                erased[table] = len(self._rows(sql + " RETURNING 1", {"user": user_id}))
+            self._purge()
+        self._vectors.drop(user_id)
+        return erased
+
     # -- session documents and turn context ------------------------------------------------------
-    def _last_text(self, user_id: str, session_id: str | None) -> str:
-        """The text written last in the session: the context of the next memory written to it."""
+    def _last_text(self, user_id: str, session_id: str | None) -> list[str]:
+        """The text written last in the session (none or one), the context of the next memory."""
         if session_id is None:
-            return ""
+            return []
         rows = self._rows(
             "SELECT text FROM memories WHERE user_id = ? AND session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
             (user_id, session_id),
         )
-        return rows[0][0] if rows else ""
+        return [rows[0][0]] if rows else []
 
     def _sessions_of(self, user_id: str, ids: Sequence[str]) -> list[str]:
         rows = self._rows(
@@ -464,27 +399,26 @@ class SqliteStorage(Storage):
         )
         return [r[0] for r in rows]
 
-    def _rebuild_sessions(self, user_id: str, session_ids: Sequence[str]) -> None:
-        """Recompute the documents and member contexts of these sessions from their members (after
-        a delete or an edit); drop the documents left empty."""
-        for session_id in dict.fromkeys(session_ids):
-            rows = self._rows(
-                "SELECT rowid, text, context FROM memories WHERE user_id = ? AND session_id = ? ORDER BY created_at, rowid",
-                (user_id, session_id),
-            )
-            texts = [text for _, text, _ in rows]
-            for i, (rowid, _, context) in enumerate(rows):
-                expected = texts[i - 1] if i else ""
-                if context != expected:
-                    self._exec("UPDATE memories SET context = ? WHERE rowid = ?", (expected, rowid))
-            if not texts:
-                self._exec("DELETE FROM session_docs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
-                continue
-            self._exec(
-                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
-                (user_id, session_id, user_key(user_id), "\n".join(texts)),
-            )
+    # SessionRows, for storage/sessions.py
+    def session_texts(self, user_id: str, session_id: str) -> list[tuple[int, str, str]]:
+        rows = self._rows(
+            "SELECT rowid, text, context FROM memories WHERE user_id = ? AND session_id = ? ORDER BY created_at, rowid",
+            (user_id, session_id),
+        )
+        return [(rowid, text, context) for rowid, text, context in rows]
+
+    def set_context(self, user_id: str, row_key: int, context: str) -> None:
+        self._exec("UPDATE memories SET context = ? WHERE rowid = ? AND user_id = ?", (context, row_key, user_id))
+
+    def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
+        if text is None:
+            self._exec("DELETE FROM session_docs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+            return
+        self._exec(
+            "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
+            (user_id, session_id, user_key(user_id), text),
+        )
 
     def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
         match = fts_query(query)
@@ -522,20 +456,10 @@ class SqliteStorage(Storage):
         if match is None:
             return []
         match = f"user_key:{user_key(user_id)} AND ({match})"
-        if filters.narrows:
-            where, params = self._where(user_id, filters, alias="m.")
-            rows = self._rows(
-                f"""SELECT m.id, bm25(memories_fts, 1.0, ?, 0.0) AS rank
-                    FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-                    WHERE memories_fts MATCH ? AND {where}
-                    ORDER BY rank LIMIT ?""",
-                [context_weight, match, *params, limit],
-            )
-            return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
-        # The common case, current facts only: rank inside the index (an order of magnitude faster
-        # than ranking through a join), then drop the few rows that are no longer current.
-        fetch = limit * 2 + 10
-        while True:
+        if not filters.narrows:
+            # The common case, current facts only: rank inside the index (an order of magnitude
+            # faster than ranking through a join), then drop the few rows that are no longer current.
+            fetch = limit * 2 + 10
             ranked = self._rows(
                 "SELECT rowid, bm25(memories_fts, 1.0, ?, 0.0) AS rank FROM memories_fts "
                 "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
@@ -551,9 +475,19 @@ class SqliteStorage(Storage):
             hits = [ScoredId(current[rowid], -rank) for rowid, rank in ranked if rowid in current]
             if len(hits) >= limit or len(ranked) < fetch:
                 return hits[:limit]
-            fetch *= 4
+            # Mostly past versions (one slot corrected many times): widening the window again and
+            # again ranked every version several times per call, so filter through the join once.
+        where, params = self._where(user_id, filters, alias="m.")
+        rows = self._rows(
+            f"""SELECT m.id, bm25(memories_fts, 1.0, ?, 0.0) AS rank
+                FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+                WHERE memories_fts MATCH ? AND {where}
+                ORDER BY rank LIMIT ?""",
+            [context_weight, match, *params, limit],
+        )
+        return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
 
-    def _user_vectors(self, user_id: str) -> _UserVectors | None:
+    def _user_vectors(self, user_id: str) -> UserVectors | None:
         """The user's embeddings: the cached entry when it is at the user's version, else a reload.
 
         Writes in this process keep the entry current (``_bump``), so a reload happens on first use,
@@ -567,8 +501,8 @@ class SqliteStorage(Storage):
             if not version_rows:
                 return None
             version = version_rows[0][0]
-            cached = self._vectors.get(user_id)
-            if cached is not None and cached.version == version:
+            cached = self._vectors.current(user_id, version)
+            if cached is not None:
                 return cached
             rows = self._rows(
                 "SELECT rowid, id, embedding, expired_at IS NULL AND invalid_at IS NULL FROM memories "
@@ -583,7 +517,7 @@ class SqliteStorage(Storage):
         dim = len(rows[0][2]) // 4
         # A vector of another dimension (before a reindex) stays zero: it cannot match.
         blobs = b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows)
-        entry = _UserVectors(
+        entry = UserVectors(
             version=version,
             dim=dim,
             rowids=[r[0] for r in rows],
@@ -611,15 +545,7 @@ class SqliteStorage(Storage):
             mask = np.isin(entry.rowids[:n], allowed)
         else:
             mask = entry.current[:n]
-        count = int(mask.sum())
-        if count == 0:
-            return []
-        scores = _cosine(entry.matrix[:n], np.asarray(vector, dtype=np.float32))
-        scores[~mask] = -np.inf
-        k = min(limit, count)
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [ScoredId(entry.ids[i], float(scores[i])) for i in top]
+        return entry.nearest(vector, mask, limit)
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
@@ -735,10 +661,17 @@ class SqliteStorage(Storage):
 
     def index_info(self) -> IndexInfo:
         dim = self._meta("vector_dim")
+        target = self._meta(_REINDEX_MODEL)
         return IndexInfo(
             dim=int(dim) if dim else None,
             model=self._meta("vector_model"),
             vector_indexes=[f"memories.embedding[{dim}] cosine"] if dim else [],
+            missing_embeddings=self._rows("SELECT count(*) FROM memories WHERE embedding IS NULL")[0][0],
+            reindex_target=target,
+            reindex_remaining=(
+                self._rows("SELECT count(*) FROM memories WHERE rowid > ?", (int(self._meta(_REINDEX_THROUGH) or 0),))[0][0]
+                if target else 0
+            ),
         )
 
     def ensure_vector_index(self, dim: int, model: str) -> None:
@@ -747,36 +680,59 @@ class SqliteStorage(Storage):
                 self._set_meta("vector_dim", str(dim))
                 self._set_meta("vector_model", model)
 
-    def iter_texts(self, batch: int) -> Iterator[list[tuple[str, str, str]]]:
-        last = 0
-        while True:
-            rows = self._rows(
-                "SELECT rowid, user_id, id, text FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?", (last, batch)
-            )
-            if not rows:
-                return
-            last = rows[-1][0]
-            yield [(u, i, t) for _, u, i, t in rows]
-
-    def rebuild_vector_index(self, dim: int, model: str) -> None:
+    def begin_reindex(self, dim: int, model: str) -> None:
         with self.write():
-            self._exec("UPDATE memories SET embedding = NULL")
-            self._set_meta("vector_dim", str(dim))
-            self._set_meta("vector_model", model)
-            self._exec("UPDATE user_versions SET version = version + 1")
-        self._vectors.clear()
+            if self._meta(_REINDEX_MODEL) == model and self._meta(_REINDEX_DIM) == str(dim):
+                return  # the same reindex, interrupted: carry on from where it stopped
+            self._set_meta(_REINDEX_MODEL, model)
+            self._set_meta(_REINDEX_DIM, str(dim))
+            self._set_meta(_REINDEX_THROUGH, "0")
+
+    def stale_embeddings(self, limit: int) -> list[tuple[str, str, str]]:
+        through = self._meta(_REINDEX_THROUGH)
+        if through is not None:
+            rows = self._rows(
+                "SELECT user_id, id, text FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?", (int(through), limit)
+            )
+            if rows:
+                return [tuple(r) for r in rows]
+        rows = self._rows(  # through the partial index of missing embeddings: no scan
+            "SELECT user_id, id, text FROM memories WHERE embedding IS NULL ORDER BY rowid LIMIT ?", (limit,)
+        )
+        return [tuple(r) for r in rows]
 
     def set_embeddings(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
         with self.write():
             users = set()
+            reached = 0
             for user_id, memory_id, vector in items:
-                self._exec(
-                    "UPDATE memories SET embedding = ? WHERE user_id = ? AND id = ?",
+                updated = self._rows(
+                    "UPDATE memories SET embedding = ? WHERE user_id = ? AND id = ? RETURNING rowid",
                     (np.asarray(vector, dtype=np.float32).tobytes(), user_id, memory_id),
                 )
+                reached = max([reached, *(r[0] for r in updated)])
                 users.add(user_id)
+            through = self._meta(_REINDEX_THROUGH)
+            if through is not None and reached > int(through):
+                self._set_meta(_REINDEX_THROUGH, str(reached))
             for user_id in users:
                 self._bump(user_id)
+
+    def finish_reindex(self) -> bool:
+        with self.write():
+            target, dim, through = (self._meta(k) for k in (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH))
+            if target is None or through is None or dim is None:
+                return True
+            if self._rows("SELECT count(*) FROM memories WHERE rowid > ?", (int(through),))[0][0]:
+                return False  # written since the last batch: one more pass
+            self._set_meta("vector_dim", dim)
+            self._set_meta("vector_model", target)
+            self._exec(
+                "DELETE FROM meta WHERE key IN (?, ?, ?)", (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH)
+            )
+            self._exec("UPDATE user_versions SET version = version + 1")
+        self._vectors.clear()
+        return True
 
     def count_memories(self) -> int:
         return self._rows("SELECT count(*) FROM memories")[0][0]

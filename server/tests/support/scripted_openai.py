@@ -14,11 +14,14 @@ Replies are queued per path (``/v1/chat/completions``, ``/v1/embeddings``, ``/v1
 answers (``api.handle(path, fn)``, ``fn(request) -> Reply``); without one the server answers 500
 with a message saying nothing was scripted, so a missing script shows up as a test failure.
 Every request is recorded in ``api.requests`` in arrival order, whether or not it was answered.
+Two misbehaving models: ``Reply.chat(...).dripping(1.0)`` sends its headers at once and then the
+body one byte a second; ``Reply.hung()`` never answers (until the server stops).
 ``free_port()`` gives a loopback port with no listener, for "server is down" tests.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import sys
@@ -43,12 +46,22 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted answer: waits ``delay`` seconds, then sends ``status`` with ``body`` as JSON (bytes/str as is)."""
+    """One scripted answer: waits ``delay`` seconds, then sends ``status`` with ``body`` as JSON (bytes/str as is),
+    one byte every ``drip`` seconds when that is set; ``hang`` never answers."""
 
     status: int = 200
     body: Any = None
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    drip: float = 0.0
+    hang: bool = False
+
+    def dripping(self, seconds_per_byte: float) -> Reply:
+        return dataclasses.replace(self, drip=seconds_per_byte)
+
+    @classmethod
+    def hung(cls) -> Reply:
+        return cls(hang=True)
 
     @classmethod
     def chat(cls, content: Any, *, prompt_tokens: int = 0, completion_tokens: int = 0, model: str = "scripted") -> Reply:
@@ -92,6 +105,7 @@ class ScriptedOpenAI:
         self._queues: defaultdict[str, deque[Reply]] = defaultdict(deque)
         self._handlers: dict[str, Handler] = {}
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # releases hung and dripping replies
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -133,6 +147,7 @@ class ScriptedOpenAI:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> ScriptedOpenAI:
         scripted = self
+        self._stopping.clear()
 
         class RequestHandler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -151,6 +166,7 @@ class ScriptedOpenAI:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -182,6 +198,10 @@ class ScriptedOpenAI:
             reply = self._answer(handler, request)
         if reply.delay:
             time.sleep(reply.delay)
+        if reply.hang:
+            self._stopping.wait()
+            http.close_connection = True  # the client sees the connection drop, not a silence
+            return
         if isinstance(reply.body, bytes):
             payload = reply.body
         elif isinstance(reply.body, str):
@@ -194,7 +214,16 @@ class ScriptedOpenAI:
         for name, value in reply.headers.items():
             http.send_header(name, value)
         http.end_headers()
-        http.wfile.write(payload)
+        if not reply.drip:
+            http.wfile.write(payload)
+            return
+        http.wfile.flush()
+        for i in range(len(payload)):
+            if self._stopping.wait(reply.drip):
+                http.close_connection = True
+                return
+            http.wfile.write(payload[i : i + 1])
+            http.wfile.flush()
 
 
     @staticmethod

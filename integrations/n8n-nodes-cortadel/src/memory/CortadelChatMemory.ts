@@ -122,12 +122,12 @@ export class CortadelChatMemory {
 
 	/** Before the model call: recall facts relevant to the turn's input. */
 	async loadMemoryVariables(values: Values): Promise<Values> {
-		const finish = this.hooks.logAction('loadMemoryVariables', { values: values as IDataObject });
+		const finish = this.hooks.logAction('loadMemoryVariables', { values });
 		const facts = await this.recall(textOf(values[this.inputKey]));
 		const context = this.returnMessages
 			? renderMessages(facts, this.style, this.messages)
 			: renderText(facts, this.style);
-		finish({ chatHistory: context as unknown as IDataObject, recalled: facts.length });
+		finish({ chatHistory: context, recalled: facts.length });
 		return { [this.memoryKey]: context };
 	}
 

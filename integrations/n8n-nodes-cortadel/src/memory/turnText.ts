@@ -11,7 +11,7 @@ export function textOf(value: unknown): string {
 			.trim();
 	}
 	if (typeof value === 'object' && value !== null && 'content' in value) {
-		return textOf((value as { content: unknown }).content);
+		return textOf(value.content);
 	}
 	return '';
 }

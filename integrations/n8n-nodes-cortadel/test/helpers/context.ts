@@ -5,7 +5,6 @@ import type {
 	IExecuteFunctions,
 	IHttpRequestOptions,
 	INode,
-	INodeExecutionData,
 	ISupplyDataFunctions,
 } from 'n8n-workflow';
 
@@ -22,7 +21,7 @@ export interface LoggedEntry {
 	kind: 'input' | 'output';
 	connectionType: string;
 	index: number;
-	data: INodeExecutionData[][] | unknown;
+	data: unknown;
 }
 
 export interface ContextOptions {
@@ -118,7 +117,7 @@ export function httpError(status: number, body: IDataObject = {}): Error {
 }
 
 /** Replies in order; throws when more requests arrive than replies were given. */
-export function replies(...answers: Array<unknown | Error>): HttpHandler {
+export function replies(...answers: unknown[]): HttpHandler {
 	const queue = [...answers];
 	return async (options) => {
 		if (queue.length === 0) throw new Error(`no reply left for ${options.method} ${options.url}`);

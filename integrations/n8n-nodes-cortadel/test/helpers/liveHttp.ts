@@ -21,7 +21,7 @@ export interface RunningServer {
 export async function startCortadel(env?: Record<string, string>): Promise<RunningServer> {
 	const starter = pathToFileURL(join(REPO_ROOT, 'tools', 'test-server.mjs')).href;
 	const { startServer } = (await import(starter)) as {
-		startServer(options?: { env?: Record<string, string> }): Promise<RunningServer>;
+		startServer: (options?: { env?: Record<string, string> }) => Promise<RunningServer>;
 	};
 	return startServer({ env });
 }
@@ -44,12 +44,12 @@ export function liveHttp(credentials: IDataObject): HttpHandler {
 	const headers = new CortadelApi().authenticate.properties.headers as Record<string, string>;
 	const authHeaders = Object.fromEntries(
 		Object.entries(headers)
-			.map(([name, value]) => [name, String(resolveCredentialExpression(value, credentials))])
+			.map(([name, value]): [string, string] => [name, String(resolveCredentialExpression(value, credentials))])
 			.filter(([, value]) => value !== ''),
 	);
 	return async (options: IHttpRequestOptions) => {
 		const url = new URL(options.url);
-		for (const [key, value] of Object.entries(options.qs ?? {})) url.searchParams.set(key, String(value));
+		for (const [key, value] of Object.entries(options.qs ?? {})) url.searchParams.set(key, typeof value === 'string' ? value : JSON.stringify(value));
 		const response = await fetch(url, {
 			method: options.method ?? 'GET',
 			headers: {
@@ -64,7 +64,7 @@ export function liveHttp(credentials: IDataObject): HttpHandler {
 		if (!response.ok) {
 			throw new NodeApiError(
 				{ id: 'live', name: 'live', type: 'live', typeVersion: 1, position: [0, 0], parameters: {} },
-				{ ...body, httpCode: String(response.status) } as JsonObject,
+				{ ...body, httpCode: String(response.status) },
 				{ httpCode: String(response.status) },
 			);
 		}

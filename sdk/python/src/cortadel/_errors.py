@@ -15,7 +15,8 @@ is never wrapped: a cancelled call cancels.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class CortadelError(Exception):

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional, TypeVar, Union, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import urlparse
 
 import httpx
@@ -45,7 +45,7 @@ class Retry:
         if self.attempts < 1:
             raise ValueError("Retry.attempts must be at least 1.")
 
-    def delay_after(self, call: Call[Any], attempt: int, error: CortadelError) -> Optional[float]:
+    def delay_after(self, call: Call[Any], attempt: int, error: CortadelError) -> float | None:
         """Seconds to wait before trying ``call`` again after ``error`` on try number
         ``attempt`` (1-based), or ``None`` to give up and raise."""
         if not call.idempotent or attempt >= self.attempts:
@@ -55,7 +55,7 @@ class Retry:
         return float(min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff))
 
 
-HttpClient = Union[httpx.Client, httpx.AsyncClient]
+HttpClient = httpx.Client | httpx.AsyncClient
 
 
 class Endpoint:
@@ -63,9 +63,9 @@ class Endpoint:
 
     def __init__(
         self,
-        base_url: Optional[str],
-        user_id: Optional[str],
-        api_key: Optional[str],
+        base_url: str | None,
+        user_id: str | None,
+        api_key: str | None,
         app_name: str,
         timeout: float,
     ) -> None:
@@ -96,14 +96,16 @@ class Endpoint:
 
 
 @contextmanager
-def translated_transport_errors() -> Iterator[None]:
-    """Turn httpx's exceptions into ours; everything else (cancellation included) passes."""
+def translated_transport_errors(request: httpx.Request) -> Iterator[None]:
+    """Turn httpx's exceptions into ours; everything else (cancellation included) passes.
+    The message names the URL (without its query) so a wrong base URL or port is plain to see."""
     try:
         yield
     except httpx.TimeoutException as e:
         raise RequestTimeoutError(0, "timeout", f"The request timed out ({type(e).__name__}).") from e
     except httpx.HTTPError as e:
-        raise TransportError(0, "transport_error", str(e) or type(e).__name__) from e
+        where = request.url.copy_with(query=None)
+        raise TransportError(0, "transport_error", f"Cannot reach Cortadel at {where}: {e or type(e).__name__}") from e
 
 
 def finish(call: Call[T], response: httpx.Response) -> T:

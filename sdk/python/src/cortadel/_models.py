@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 DEFAULT_LIST_SIZE = 20
 """Page size ``list()`` asks for when none is given (the REST default is 10; every Cortadel
 SDK asks for 20 so their examples agree)."""
 
-Instant = Union[datetime, str]
+Instant = Union[datetime, str]  # noqa: UP007 - a public value: its repr is part of the facade the compat test compares
 """A point in time: an aware ``datetime`` (a naive one is read as UTC) or an ISO 8601 string
 passed through as written."""
 
@@ -30,7 +30,7 @@ class ChatMessage:
     role: str
     """``user``, ``assistant`` or ``system``."""
     content: str
-    uuid: Optional[str] = None
+    uuid: str | None = None
     """The producer's id for this turn; facts distilled from it remember it."""
 
 
@@ -38,17 +38,17 @@ class ChatMessage:
 class AddOptions:
     """How ``add`` stores a memory."""
 
-    app: Optional[str] = None
+    app: str | None = None
     """Name of the application writing the memory (echoed back as ``app_name``)."""
-    metadata: Optional[dict[str, Any]] = None
+    metadata: dict[str, Any] | None = None
     """Free-form JSON object stored with the memory."""
-    infer: Optional[bool] = None
+    infer: bool | None = None
     """``False`` stores the text verbatim (deduplication still runs). Default ``True``."""
-    memory_type: Optional[str] = None
+    memory_type: str | None = None
     """Pin the type: ``episodic``, ``semantic`` or ``procedural``; otherwise classified."""
-    project: Optional[str] = None
+    project: str | None = None
     """*Extra.* Project the memory belongs to."""
-    tags: Optional[list[str]] = None
+    tags: list[str] | None = None
     """*Extra.* Tags for scoped retrieval."""
 
 
@@ -58,12 +58,12 @@ class ConversationOptions:
 
     is_agent_memory: bool = False
     """Distil facts about the assistant rather than the user."""
-    tags: Optional[list[str]] = None
+    tags: list[str] | None = None
     """Tags put on every stored fact."""
-    project: Optional[str] = None
-    session_id: Optional[str] = None
+    project: str | None = None
+    session_id: str | None = None
     """Group the facts under this session (``SearchOptions.session_id`` finds them again)."""
-    transcript_path: Optional[str] = None
+    transcript_path: str | None = None
     """Where the producer keeps the full transcript; stored as a pointer on each fact."""
 
 
@@ -75,27 +75,27 @@ class SearchOptions:
     """How many hits to return, 1 to 50."""
     mode: str = "hybrid"
     """``hybrid`` (keywords and vectors fused), ``text`` or ``vector``."""
-    session_id: Optional[str] = None
+    session_id: str | None = None
     """Only facts stored under this session."""
-    rerank: Optional[str] = None
+    rerank: str | None = None
     """``cross_encoder`` to rerank the fused list; ``None`` to skip."""
-    memory_type: Optional[str] = None
+    memory_type: str | None = None
     """Only memories of this type."""
-    as_of: Optional[Instant] = None
+    as_of: Instant | None = None
     """*Extra.* Search the facts that were true at this moment (valid time)."""
-    known_at: Optional[Instant] = None
+    known_at: Instant | None = None
     """*Extra.* Search what the server had recorded by this moment (record time)."""
-    include_faded: Optional[bool] = None
+    include_faded: bool | None = None
     """*Extra.* Also return memories that faded from normal recall."""
-    token_budget: Optional[int] = None
+    token_budget: int | None = None
     """*Extra.* Drop the lowest-ranked hits once their content exceeds this many tokens."""
-    expand_query: Optional[bool] = None
+    expand_query: bool | None = None
     """*Extra.* Widen the keyword search with related terms."""
-    include_session_arm: Optional[bool] = None
+    include_session_arm: bool | None = None
     """*Extra.* Also match session summaries and expand them to their member memories."""
-    project: Optional[str] = None
+    project: str | None = None
     """*Extra.* Only memories of this project."""
-    tag: Optional[str] = None
+    tag: str | None = None
     """*Extra.* Only memories carrying this tag."""
 
 
@@ -107,17 +107,17 @@ class ListOptions:
     """1-based page number."""
     size: int = DEFAULT_LIST_SIZE
     """Items per page, at most 100."""
-    app_id: Optional[str] = None
-    categories: Optional[str] = None
+    app_id: str | None = None
+    categories: str | None = None
     """Comma-separated category names."""
-    search_query: Optional[str] = None
+    search_query: str | None = None
     """Filter the list down to memories matching this text."""
     include_superseded: bool = False
     """Also list versions that a newer fact replaced."""
-    memory_type: Optional[str] = None
-    as_of: Optional[Instant] = None
+    memory_type: str | None = None
+    as_of: Instant | None = None
     """*Extra.* List the facts that were true at this moment (valid time)."""
-    known_at: Optional[Instant] = None
+    known_at: Instant | None = None
     """*Extra.* List what the server had recorded by this moment (record time)."""
 
 
@@ -130,16 +130,16 @@ class MemoryCreated:
 
     id: str
     """The stored (or already known) memory's id; empty only when ``event`` is ``ERROR``."""
-    content: Optional[str] = None
-    state: Optional[str] = None
-    created_at: Optional[str] = None
+    content: str | None = None
+    state: str | None = None
+    created_at: str | None = None
     """ISO 8601 string here (``list`` and ``get`` give Unix seconds)."""
-    event: Optional[str] = None
+    event: str | None = None
     """``ADD``, ``SKIP_DUPLICATE``, ``SUPERSEDE``, ``INVALIDATE``, ``TOUCH``, ... (open set)."""
-    app_name: Optional[str] = None
-    metadata: Optional[str] = None
+    app_name: str | None = None
+    metadata: str | None = None
     """The stored metadata as a JSON-encoded string, as the server sends it."""
-    error: Optional[str] = None
+    error: str | None = None
     """*Extra.* Why nothing was stored, when ``event`` is ``ERROR``."""
 
 
@@ -149,26 +149,26 @@ class SearchHit:
 
     id: str
     content: str
-    rrf_score: Optional[float] = None
+    rrf_score: float | None = None
     """Fused relevance score, higher is better."""
-    created_at: Optional[str] = None
-    app_name: Optional[str] = None
+    created_at: str | None = None
+    app_name: str | None = None
     """The app that wrote the memory."""
-    categories: Optional[list[str]] = None
-    memory_type: Optional[str] = None
-    tags: Optional[list[str]] = None
-    source: Optional[str] = None
+    categories: list[str] | None = None
+    memory_type: str | None = None
+    tags: list[str] | None = None
+    source: str | None = None
     is_global: bool = False
     """A memory shared globally by another user (``global`` on the wire)."""
-    gist: Optional[str] = None
-    project_id: Optional[str] = None
-    member_ids: Optional[list[str]] = None
-    similar_ids: Optional[list[str]] = None
-    text_rank: Optional[int] = None
+    gist: str | None = None
+    project_id: str | None = None
+    member_ids: list[str] | None = None
+    similar_ids: list[str] | None = None
+    text_rank: int | None = None
     """Position in the keyword arm before fusion, when it matched there."""
-    vector_rank: Optional[int] = None
+    vector_rank: int | None = None
     """Position in the vector arm before fusion, when it matched there."""
-    attributes: Optional[dict[str, Any]] = None
+    attributes: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,33 +189,33 @@ class MemoryListItem:
     created_at: int
     """Unix seconds."""
     state: str = "active"
-    app_id: Optional[str] = None
-    app_name: Optional[str] = None
+    app_id: str | None = None
+    app_name: str | None = None
     categories: list[str] = field(default_factory=list)
-    memory_type: Optional[str] = None
-    extraction_status: Optional[str] = None
+    memory_type: str | None = None
+    extraction_status: str | None = None
     """``done``, ``pending`` or ``failed``."""
-    valid_at: Optional[str] = None
+    valid_at: str | None = None
     """ISO 8601: since when the fact holds."""
-    invalid_at: Optional[str] = None
+    invalid_at: str | None = None
     """ISO 8601: when a newer fact replaced or retracted it."""
-    is_current: Optional[bool] = None
+    is_current: bool | None = None
     is_global: bool = False
-    metadata: Optional[Any] = None
+    metadata: Any | None = None
     """The stored metadata object (``metadata_`` on the wire)."""
-    gist: Optional[str] = None
+    gist: str | None = None
     """*Extra.* One-line summary, when the server made one."""
-    tags: Optional[list[str]] = None
+    tags: list[str] | None = None
     """*Extra.*"""
-    project: Optional[str] = None
+    project: str | None = None
     """*Extra.*"""
-    session_id: Optional[str] = None
+    session_id: str | None = None
     """*Extra.*"""
-    source_turn_uuids: Optional[list[str]] = None
+    source_turn_uuids: list[str] | None = None
     """*Extra.* Ids of the conversation turns the fact came from."""
-    superseded_by: Optional[str] = None
+    superseded_by: str | None = None
     """*Extra.* Id of the memory that replaced this one."""
-    expired_at: Optional[str] = None
+    expired_at: str | None = None
     """*Extra.* ISO 8601 record time at which the server stopped holding this version."""
 
 
@@ -239,34 +239,34 @@ class MemoryDetail:
     created_at: int
     """Unix seconds."""
     state: str = "active"
-    app_id: Optional[str] = None
-    app_name: Optional[str] = None
+    app_id: str | None = None
+    app_name: str | None = None
     categories: list[str] = field(default_factory=list)
-    metadata: Optional[Any] = None
+    metadata: Any | None = None
     """The stored metadata object (``metadata_`` on the wire)."""
-    valid_at: Optional[str] = None
-    invalid_at: Optional[str] = None
-    is_current: Optional[bool] = None
-    superseded_by: Optional[str] = None
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    is_current: bool | None = None
+    superseded_by: str | None = None
     """Id of the memory that replaced this one."""
     is_global: bool = False
-    gist: Optional[str] = None
+    gist: str | None = None
     """*Extra.* One-line summary, when the server made one."""
-    memory_type: Optional[str] = None
+    memory_type: str | None = None
     """*Extra.*"""
-    tags: Optional[list[str]] = None
+    tags: list[str] | None = None
     """*Extra.*"""
-    project: Optional[str] = None
+    project: str | None = None
     """*Extra.*"""
-    session_id: Optional[str] = None
+    session_id: str | None = None
     """*Extra.*"""
-    source_turn_uuids: Optional[list[str]] = None
+    source_turn_uuids: list[str] | None = None
     """*Extra.* Ids of the conversation turns the fact came from."""
-    transcript_path: Optional[str] = None
+    transcript_path: str | None = None
     """*Extra.*"""
-    extraction_status: Optional[str] = None
+    extraction_status: str | None = None
     """*Extra.* ``done``, ``pending`` or ``failed``."""
-    expired_at: Optional[str] = None
+    expired_at: str | None = None
     """*Extra.* ISO 8601 record time at which the server stopped holding this version."""
 
 
@@ -274,11 +274,11 @@ class MemoryDetail:
 class ConversationIngestItem:
     """One fact distilled from a conversation, and what storing it did."""
 
-    id: Optional[str] = None
+    id: str | None = None
     """Empty when nothing was stored (``ERROR``)."""
-    memory: Optional[str] = None
-    event: Optional[str] = None
-    error: Optional[str] = None
+    memory: str | None = None
+    event: str | None = None
+    error: str | None = None
     """Why storing failed, when ``event`` is ``ERROR``."""
 
 
@@ -286,8 +286,8 @@ class ConversationIngestItem:
 class ConversationResult:
     """Outcome of ``add_conversation``: either ``results`` or ``no_facts_extracted``, never both."""
 
-    results: Optional[list[ConversationIngestItem]] = None
-    no_facts_extracted: Optional[bool] = None
+    results: list[ConversationIngestItem] | None = None
+    no_facts_extracted: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,8 +296,8 @@ class HealthResult:
 
     status: str
     """``ok`` or ``degraded``."""
-    checked_at: Optional[str] = None
-    checks: Optional[dict[str, Any]] = None
+    checked_at: str | None = None
+    checks: dict[str, Any] | None = None
     """Per-dependency details keyed ``memgraph`` (the database), ``embeddings``, ``indexes``."""
 
 

@@ -5,9 +5,9 @@ Both clients run the same ``Call`` objects; they differ only in how they wait fo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from . import _wire
@@ -36,7 +36,7 @@ class Scope:
     """Who the calls are made for: the bound user (``None`` lets the API key decide) and the
     app name searches are logged under."""
 
-    user_id: Optional[str]
+    user_id: str | None
     app_name: str
 
 
@@ -45,8 +45,8 @@ class Call(Generic[T]):
     method: str
     path: str
     decode: Callable[[_wire.Json], T]
-    params: Optional[dict[str, str]] = None
-    body: Optional[_wire.Json] = None
+    params: dict[str, str] | None = None
+    body: _wire.Json | None = None
     idempotent: bool = False
     """Safe to send again after a failure (only such calls are retried)."""
     absent_on_404: bool = False
@@ -55,7 +55,7 @@ class Call(Generic[T]):
     """A 503 carries a normal result (a degraded health report)."""
 
 
-def add(scope: Scope, text: str, options: Optional[AddOptions]) -> Call[MemoryCreated]:
+def add(scope: Scope, text: str, options: AddOptions | None) -> Call[MemoryCreated]:
     o = options or AddOptions()
     body = _wire.without_nulls(
         {
@@ -73,7 +73,7 @@ def add(scope: Scope, text: str, options: Optional[AddOptions]) -> Call[MemoryCr
 
 
 def add_conversation(
-    scope: Scope, messages: Iterable[ChatMessage], options: Optional[ConversationOptions]
+    scope: Scope, messages: Iterable[ChatMessage], options: ConversationOptions | None
 ) -> Call[ConversationResult]:
     o = options or ConversationOptions()
     body = _wire.without_nulls(
@@ -92,7 +92,7 @@ def add_conversation(
     return Call("POST", f"{MEMORIES}/from-conversation", _wire.conversation_result, body=body)
 
 
-def search(scope: Scope, query: str, options: Optional[SearchOptions]) -> Call[SearchResults]:
+def search(scope: Scope, query: str, options: SearchOptions | None) -> Call[SearchResults]:
     o = options or SearchOptions()
     body = _wire.without_nulls(
         {
@@ -117,7 +117,7 @@ def search(scope: Scope, query: str, options: Optional[SearchOptions]) -> Call[S
     return Call("POST", f"{MEMORIES}/search", _wire.search_results, body=body, idempotent=True)
 
 
-def list_memories(scope: Scope, options: Optional[ListOptions]) -> Call[MemoryList]:
+def list_memories(scope: Scope, options: ListOptions | None) -> Call[MemoryList]:
     o = options or ListOptions()
     params = _wire.without_nulls(
         {
@@ -136,8 +136,8 @@ def list_memories(scope: Scope, options: Optional[ListOptions]) -> Call[MemoryLi
     return Call("GET", MEMORIES, _wire.memory_list, params=params, idempotent=True)
 
 
-def get(scope: Scope, memory_id: str) -> Call[Optional[MemoryDetail]]:
-    return Call[Optional[MemoryDetail]](
+def get(scope: Scope, memory_id: str) -> Call[MemoryDetail | None]:
+    return Call[MemoryDetail | None](
         "GET",
         f"{MEMORIES}/{_segment(memory_id)}",
         _wire.memory_detail,
@@ -147,8 +147,8 @@ def get(scope: Scope, memory_id: str) -> Call[Optional[MemoryDetail]]:
     )
 
 
-def history(scope: Scope, memory_id: str) -> Call[Optional[MemoryHistory]]:
-    return Call[Optional[MemoryHistory]](
+def history(scope: Scope, memory_id: str) -> Call[MemoryHistory | None]:
+    return Call[MemoryHistory | None](
         "GET",
         f"{MEMORIES}/{_segment(memory_id)}/history",
         _wire.memory_history,
@@ -175,5 +175,5 @@ def _segment(memory_id: str) -> str:
     return quote(memory_id, safe="")
 
 
-def _instant(value: Any) -> Optional[str]:
+def _instant(value: Any) -> str | None:
     return None if value is None else _wire.instant(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Optional, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
@@ -27,6 +27,9 @@ from ._models import (
     SearchResults,
 )
 
+if TYPE_CHECKING:  # typing.Self is 3.11+; typing_extensions is needed only by the type checker
+    from typing_extensions import Self
+
 T = TypeVar("T")
 
 
@@ -39,14 +42,14 @@ class SyncCortadelClient:
 
     def __init__(
         self,
-        base_url: Optional[str] = None,
-        user_id: Optional[str] = None,
+        base_url: str | None = None,
+        user_id: str | None = None,
         *,
-        api_key: Optional[str] = None,
+        api_key: str | None = None,
         app_name: str = DEFAULT_APP_NAME,
-        http_client: Optional[httpx.Client] = None,
+        http_client: httpx.Client | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        retry: Optional[Retry] = None,
+        retry: Retry | None = None,
     ) -> None:
         if isinstance(http_client, httpx.AsyncClient):
             raise TypeError("SyncCortadelClient needs an httpx.Client; pass an AsyncClient to CortadelClient.")
@@ -56,32 +59,32 @@ class SyncCortadelClient:
         self._retry = retry
 
     @property
-    def user_id(self) -> Optional[str]:
+    def user_id(self) -> str | None:
         return self._endpoint.scope.user_id
 
-    def add(self, text: str, options: Optional[AddOptions] = None) -> MemoryCreated:
+    def add(self, text: str, options: AddOptions | None = None) -> MemoryCreated:
         """Store ``text`` as a memory; ``event`` in the result says what happened to it."""
         return self._run(ops.add(self._endpoint.scope, text, options))
 
     def add_conversation(
-        self, messages: Iterable[ChatMessage], options: Optional[ConversationOptions] = None
+        self, messages: Iterable[ChatMessage], options: ConversationOptions | None = None
     ) -> ConversationResult:
         """Distil a conversation into facts and store each one."""
         return self._run(ops.add_conversation(self._endpoint.scope, messages, options))
 
-    def search(self, query: str, options: Optional[SearchOptions] = None) -> SearchResults:
+    def search(self, query: str, options: SearchOptions | None = None) -> SearchResults:
         """The memories that best match ``query``, best first."""
         return self._run(ops.search(self._endpoint.scope, query, options))
 
-    def list(self, options: Optional[ListOptions] = None) -> MemoryList:
+    def list(self, options: ListOptions | None = None) -> MemoryList:
         """One page of the user's memories, newest first."""
         return self._run(ops.list_memories(self._endpoint.scope, options))
 
-    def get(self, memory_id: str) -> Optional[MemoryDetail]:
+    def get(self, memory_id: str) -> MemoryDetail | None:
         """One memory by id, or ``None`` when there is none (for this user)."""
         return self._run(ops.get(self._endpoint.scope, memory_id))
 
-    def history(self, memory_id: str) -> Optional[MemoryHistory]:
+    def history(self, memory_id: str) -> MemoryHistory | None:
         """Every version of one memory, oldest first, or ``None`` when there is no such memory."""
         return self._run(ops.history(self._endpoint.scope, memory_id))
 
@@ -98,11 +101,11 @@ class SyncCortadelClient:
         if self._owns_http:
             self._http.close()
 
-    def __enter__(self) -> SyncCortadelClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
-        self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
 
@@ -120,6 +123,6 @@ class SyncCortadelClient:
 
     def _send(self, call: ops.Call[T]) -> T:
         request = self._endpoint.request(self._http, call)
-        with translated_transport_errors():
+        with translated_transport_errors(request):
             response = self._http.send(request, follow_redirects=False)
         return finish(call, response)

@@ -6,8 +6,8 @@ default, as an absent key does.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import timezone
+from typing import Any
 
 from ._models import (
     ConversationIngestItem,
@@ -173,6 +173,6 @@ def message(d: Json) -> str:
     return str(d.get("message") or "")
 
 
-def without_nulls(fields: dict[str, Optional[Any]]) -> Json:
+def without_nulls(fields: dict[str, Any | None]) -> Json:
     """Drop unset fields: the server treats a missing key as "not given"."""
     return {k: v for k, v in fields.items() if v is not None}

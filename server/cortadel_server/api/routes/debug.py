@@ -1,11 +1,11 @@
-"""Operational endpoints."""
+"""Operational endpoints. They act on every user, so they take the admin credential."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
 from cortadel_server.api import schemas
-from cortadel_server.api.deps import Service
+from cortadel_server.api.deps import AdminOnly, Service
 
 router = APIRouter(prefix="/api/v1/debug", tags=["Debug"])
 
@@ -13,8 +13,13 @@ router = APIRouter(prefix="/api/v1/debug", tags=["Debug"])
 @router.post(
     "/reindex-vectors",
     operation_id="Debug_ReindexVectors",
-    summary="Re-embed every memory with the configured embedder (after a model change).",
+    summary="Re-embed every memory with the configured embedder (after a model change). Needs the admin credential; resumable.",
     response_model=schemas.ReindexResponse,
+    responses={
+        401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
+        403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
+    },
+    dependencies=[AdminOnly],
 )
 def reindex_vectors(service: Service) -> schemas.ReindexResponse:
     count = service.reindex()

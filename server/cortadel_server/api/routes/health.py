@@ -19,8 +19,8 @@ router = APIRouter(tags=["Health"])
     response_model=schemas.HealthResponse,
     responses={503: {"model": schemas.HealthResponse, "description": "Service Unavailable"}},
 )
-def health(service: Service) -> JSONResponse:
-    h = service.health()
+async def health(service: Service) -> JSONResponse:
+    h = await service.workers.health(service.health)  # its own workers: never queued behind writes
     body = schemas.HealthResponse(
         status="ok" if h.ok else "degraded",
         checked_at=iso(h.checked_at),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 import uuid
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from cortadel_server.api import render, schemas
-from cortadel_server.api.deps import Service, authorize, key_user, parse_instant
+from cortadel_server.api.deps import Service, authorize, key_user
 from cortadel_server.errors import NotFound, ValidationFailed
+from cortadel_server.inputs import parse_instant, parse_memory_type, search_filters
+from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.writer import ConversationTurn
 from cortadel_server.retrieval.search import RECIPES, SearchRequest
 from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
@@ -27,15 +30,10 @@ ERRORS = {
 }
 
 
+#: The last page a listing can ask for: its offset must stay a 64-bit integer in every backend.
+MAX_PAGE = 1_000_000
+
 MemoryIdPath = Annotated[str, Path(alias="memoryId", description="Memory identifier (a UUID).")]
-
-
-def _memory_type(value: str | None, field: str = "memory_type") -> str | None:
-    if value is None or value == "":
-        return None
-    if value not in MEMORY_TYPES:
-        raise ValidationFailed({field: [f"Must be one of {', '.join(MEMORY_TYPES)}"]})
-    return value
 
 
 @router.post(
@@ -45,20 +43,24 @@ def _memory_type(value: str | None, field: str = "memory_type") -> str | None:
     response_model=schemas.MemoryCreatedResponse,
     responses=ERRORS,
 )
-def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: Service) -> schemas.MemoryCreatedResponse:
+async def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: Service) -> schemas.MemoryCreatedResponse:
     authorize(request, body.user_id)
-    outcome = service.add(
+    budget = WriteBudget()
+    add = partial(
+        service.add,
         body.user_id,
         body.text,
         infer=True if body.infer is None else body.infer,
         app_name=body.app,
-        memory_type=_memory_type(body.memory_type),
+        memory_type=parse_memory_type(body.memory_type),
         metadata=body.metadata,
         project=body.project,
         tags=body.tags or (),
         session_id=body.session_id,
         at=parse_instant(body.timestamp, "timestamp"),
+        budget=budget,
     )
+    outcome = await service.workers.write(add, budget, request.receive)
     return render.created(outcome)
 
 
@@ -70,11 +72,13 @@ def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: 
     response_model_exclude_unset=True,
     responses=ERRORS,
 )
-def add_conversation(
+async def add_conversation(
     body: schemas.AddConversationRequest, request: Request, service: Service
 ) -> schemas.ConversationIngestResponse:
     authorize(request, body.user_id)
-    outcomes = service.add_conversation(
+    budget = WriteBudget()
+    add = partial(
+        service.add_conversation,
         body.user_id,
         [ConversationTurn(m.role, m.content, m.uuid, parse_instant(m.timestamp, f"messages.{i}.timestamp"))
          for i, m in enumerate(body.messages)],
@@ -83,7 +87,9 @@ def add_conversation(
         project=body.project,
         session_id=body.session_id,
         transcript_path=body.transcript_path,
+        budget=budget,
     )
+    outcomes = await service.workers.write(add, budget, request.receive)
     if not outcomes:
         return schemas.ConversationIngestResponse(no_facts_extracted=True)
     return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
@@ -96,22 +102,24 @@ def add_conversation(
     response_model=schemas.SearchResponse,
     responses=ERRORS,
 )
-def search_memories(body: schemas.SearchMemoriesRequest, request: Request, service: Service) -> JSONResponse:
+async def search_memories(body: schemas.SearchMemoriesRequest, request: Request, service: Service) -> JSONResponse:
     authorize(request, body.user_id)
     mode = body.mode or "hybrid"
     if mode not in RECIPES:
         raise ValidationFailed({"mode": [f"Must be one of {', '.join(RECIPES)}"]})
     if body.rerank not in (None, "", "cross_encoder", "none"):
         raise ValidationFailed({"rerank": ['Must be "cross_encoder" or null']})
-    filters = MemoryFilters(
+    filters = search_filters(
         session_id=body.session_id,
-        memory_type=_memory_type(body.memory_type),
+        memory_type=body.memory_type,
         project=body.project,
         tag=body.tag,
-        as_of=parse_instant(body.as_of, "as_of"),
-        known_at=parse_instant(body.known_at, "known_at"),
+        include_superseded=body.include_superseded,
+        as_of=body.as_of,
+        known_at=body.known_at,
     )
-    hits = service.search(
+    hits = await service.workers.read(
+        service.search,
         SearchRequest(
             user_id=body.user_id,
             query=body.query,
@@ -121,7 +129,7 @@ def search_memories(body: schemas.SearchMemoriesRequest, request: Request, servi
             rerank=body.rerank == "cross_encoder",
             token_budget=body.token_budget or None,
             include_session_arm=body.include_session_arm,
-        )
+        ),
     )
     response = schemas.SearchResponse(query=body.query, results=[render.search_result(h) for h in hits], total=len(hits))
     return JSONResponse(response.model_dump(by_alias=True))
@@ -140,8 +148,8 @@ def list_memories(
     user_id: Annotated[str, Query(min_length=1, description="User identifier.")],
     app_id: Annotated[str | None, Query(description="Only memories written by this app.")] = None,
     categories: Annotated[str | None, Query(description="Comma-separated category names.")] = None,
-    search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing (relevance order).")] = None,
-    page: Annotated[int, Query(ge=1, description="Page number (default 1).")] = 1,
+    search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing: every memory passing the filters, in relevance order.")] = None,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number (default 1).")] = 1,
     size: Annotated[int, Query(ge=1, le=100, description="Page size (default 10, max 100).")] = 10,
     include_superseded: Annotated[str | None, Query(description='"true" to include superseded and retracted memories.')] = None,
     as_of: Annotated[str | None, Query(description="Valid time: only facts true at this instant (ISO 8601 or Unix seconds).")] = None,
@@ -157,7 +165,7 @@ def list_memories(
         known_at=parse_instant(known_at, "known_at"),
         memory_type=memory_type if memory_type in MEMORY_TYPES else None,
     )
-    records, total = service.list(user_id, filters, page=page, size=size, search_query=search_query)
+    records, total = service.list_memories(user_id, filters, offset=(page - 1) * size, limit=size, search_query=search_query)
     return schemas.MemoryListPagedResponse(
         items=[render.list_item(m) for m in records],
         total=total,

@@ -33,6 +33,8 @@ class ChatClient(Protocol):
 
     ``validate`` raises ValueError for an answer it cannot use; the client then asks the model once
     to correct it. Any failure left after that, or of the service itself, raises ProviderError.
+    ``deadline`` (a ``time.monotonic()`` instant) ends the call, repair included, even sooner than
+    the client's own timeout.
     """
 
     model: str
@@ -43,4 +45,5 @@ class ChatClient(Protocol):
         schema: dict[str, Any],
         schema_name: str,
         validate: Callable[[Any], Any] | None = None,
+        deadline: float | None = None,
     ) -> ChatResult: ...

@@ -3,7 +3,8 @@
     client = OpenAIChatClient("http://localhost:11434/v1", model="qwen2.5:7b", timeout=30)
     client.complete_json(messages, schema, "facts").data
 
-Each request asks for ``response_format: {"type": "json_schema", "json_schema": {name, schema,
+Each call is bounded in all by ``timeout`` (see :mod:`cortadel_server.providers._http`), and by
+the ``deadline`` its caller passes. Each request asks for ``response_format: {"type": "json_schema", "json_schema": {name, schema,
 strict: true}}`` at temperature 0; with ``strict`` OpenAI wants every object in the schema to list all
 its properties as required and to forbid additional ones. Transport failures follow the shared retry
 rules of :mod:`cortadel_server.providers._http`; a bad answer gets one repair request.
@@ -84,11 +85,12 @@ class OpenAIChatClient:
         schema: dict[str, Any],
         schema_name: str,
         validate: Callable[[Any], Any] | None = None,
+        deadline: float | None = None,
     ) -> ChatResult:
         conversation = list(messages)
         prompt_tokens = completion_tokens = calls = 0
         while True:
-            content, used_prompt, used_completion = self._complete(conversation, schema, schema_name)
+            content, used_prompt, used_completion = self._complete(conversation, schema, schema_name, deadline)
             prompt_tokens += used_prompt
             completion_tokens += used_completion
             calls += 1
@@ -107,7 +109,9 @@ class OpenAIChatClient:
                 continue
             return ChatResult(data=data, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, calls=calls)
 
-    def _complete(self, conversation: list[dict[str, str]], schema: dict[str, Any], schema_name: str) -> tuple[str | None, int, int]:
+    def _complete(
+        self, conversation: list[dict[str, str]], schema: dict[str, Any], schema_name: str, deadline: float | None
+    ) -> tuple[str | None, int, int]:
         body = {
             "model": self.model,
             "messages": conversation,
@@ -115,7 +119,7 @@ class OpenAIChatClient:
             "response_format": {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}},
         }
         started = time.perf_counter()
-        reply = self._api.post("/chat/completions", body)
+        reply = self._api.post("/chat/completions", body, deadline=deadline)
         latency_ms = (time.perf_counter() - started) * 1000
         try:
             content = reply["choices"][0]["message"].get("content")

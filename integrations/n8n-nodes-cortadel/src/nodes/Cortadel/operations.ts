@@ -1,4 +1,4 @@
-import type { IDataObject, IExecuteFunctions, JsonObject } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { jsonParse, NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import {
@@ -10,6 +10,7 @@ import {
 	searchMemories,
 } from '../../shared/requests';
 import type { Transport } from '../../shared/transport';
+import { textParameter } from '../../shared/parameters';
 import { APP_NAME, httpStatusOf, splitList } from '../../shared/transport';
 import type {
 	ConversationIngestResponse,
@@ -166,7 +167,7 @@ const get: OperationHandler = async (scope) => {
 		// n8n's request helper already throws a NodeApiError, which the constructor would hand
 		// back unchanged; a fresh error object is what lets the message name the memory.
 		const detail = error instanceof Error ? error.message : String(error);
-		throw new NodeApiError(scope.context.getNode(), { message: detail } as JsonObject, {
+		throw new NodeApiError(scope.context.getNode(), { message: detail }, {
 			message: `Memory ${memoryId} not found for user ${scope.userId}`,
 			description: 'Cortadel has no memory with this ID for this user (it may have been deleted).',
 			httpCode: '404',
@@ -203,7 +204,7 @@ export function runOperation(
 	send: Transport,
 	itemIndex: number,
 ): Promise<IDataObject[]> {
-	const userId = String(context.getNodeParameter('userId', itemIndex, '')).trim();
+	const userId = textParameter(context.getNodeParameter('userId', itemIndex, ''));
 	if (!userId) {
 		throw new NodeOperationError(context.getNode(), 'User ID is empty', { itemIndex });
 	}

@@ -11,6 +11,7 @@ import type { MemorySettings } from '../../memory/CortadelChatMemory';
 import { CortadelChatMemory, DEFAULT_MEMORY_SETTINGS } from '../../memory/CortadelChatMemory';
 import type { MessageFactory } from '../../memory/messages';
 import { loadMessageFactory } from '../../memory/messages';
+import { textParameter } from '../../shared/parameters';
 import { CREDENTIAL_TYPE, createTransport, splitList } from '../../shared/transport';
 import { memoryProperties } from './description';
 
@@ -35,7 +36,7 @@ interface MemoryOptions {
 
 /** Resolve the node's fields and options for one item into memory settings. */
 export function readMemorySettings(context: ISupplyDataFunctions, itemIndex: number): MemorySettings {
-	const userId = String(context.getNodeParameter('userId', itemIndex, '') ?? '').trim();
+	const userId = textParameter(context.getNodeParameter('userId', itemIndex, ''));
 	if (!userId) {
 		throw new NodeOperationError(context.getNode(), 'User ID is empty', {
 			itemIndex,
@@ -43,7 +44,7 @@ export function readMemorySettings(context: ISupplyDataFunctions, itemIndex: num
 				'Set User ID to the person the memories belong to, e.g. {{ $json.userId ?? $json.sessionId }}.',
 		});
 	}
-	const sessionId = String(context.getNodeParameter('sessionId', itemIndex, '') ?? '').trim();
+	const sessionId = textParameter(context.getNodeParameter('sessionId', itemIndex, ''));
 	const options = context.getNodeParameter('options', itemIndex, {}) as MemoryOptions;
 	const defaults = DEFAULT_MEMORY_SETTINGS;
 	return {

@@ -1,0 +1,662 @@
+"""The server backend: PostgreSQL through a psycopg 3 connection pool, pgvector for vectors,
+tsvector full-text search, for several stateless server processes on one database.
+
+Transactions: ``write()`` runs on one pooled connection held by the writing thread; each user is
+locked (``pg_advisory_xact_lock``) at the first method called for them inside it, so writers of one
+user take turns across processes while writers of different users run side by side. Reads outside
+``write()`` run in autocommit on any pooled connection. Nothing is cached in process: vector search
+runs in the database, so a write of another replica is seen by the next query.
+
+Every statement on user data filters on ``user_id`` (each table leads its primary key with it), so
+the schema can be distributed by ``user_id``. psycopg errors become ``StorageError`` in one place,
+``_translate``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+import psycopg_pool
+from psycopg.types.json import Jsonb
+
+from cortadel_server.errors import StorageError
+from cortadel_server.storage.base import (
+    EntityMention,
+    HistoryEntry,
+    IndexInfo,
+    Job,
+    MemoryFilters,
+    MemoryRecord,
+    ScoredId,
+    Storage,
+)
+from cortadel_server.storage.filters import Dialect, where_clause
+from cortadel_server.storage.pg_migrations import migrate
+from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
+from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+
+_JSON_FIELDS = ("categories", "tags", "metadata", "source_turn_uuids")
+_COLUMNS = (
+    "id", "user_id", "text", "fingerprint", "gist", "memory_type", "categories", "tags", "project",
+    "app_name", "session_id", "metadata", "state", "source_turn_uuids", "transcript_path",
+    "extraction_status", "valid_at", "invalid_at", "created_at", "expired_at", "superseded_by",
+    "updated_at",
+)
+_SELECT = "SELECT " + ", ".join(_COLUMNS) + " FROM memories"
+_UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "created_at"}
+_CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
+
+#: advisory lock class of a user's writer turn (the object is the hash of the user id)
+_USER_LOCK = 1
+
+# Keys of the meta table, as in the SQLite backend.
+_VERSION_FLOOR = "user_version_floor"
+_REINDEX_MODEL = "reindex_model"
+_REINDEX_DIM = "reindex_dim"
+_REINDEX_THROUGH = "reindex_through"
+
+_DIALECT = Dialect(
+    param="%s",
+    list_holds=lambda column: f"{column} @> jsonb_build_array(%s::text)",
+    list_overlaps=lambda column: f"{column} ?| %s::text[]",
+    value_in=lambda column: f"{column} = ANY(%s::text[])",
+    list_param=list,
+)
+
+
+def tsquery(query: str) -> str | None:
+    """A ``to_tsquery`` OR-query of the query's words, each quoted so no word is read as syntax."""
+    terms = query_terms(query)
+    return " | ".join("'" + t.replace("'", "''").replace("\\", "") + "'" for t in terms) if terms else None
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def _weights(context_weight: float) -> list[float]:
+    """ts_rank's weights for the labels D, C, B, A: context is B, text is A."""
+    return [0.0, 0.0, context_weight, 1.0]
+
+
+class _Transaction:
+    """The writing thread's open transaction: its connection and the users it holds the turn of."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self.users: set[str] = set()
+
+
+class PostgresStorage(Storage):
+    backend = "postgres"
+
+    def __init__(self, url: str, *, query_timeout: float = 10.0, max_connections: int = 20) -> None:
+        self.location = _redacted(url)
+        self._query_timeout = query_timeout
+        self._local = threading.local()
+        options = f"-c statement_timeout={int(query_timeout * 1000)}"
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options)
+        except psycopg.Error as exc:
+            raise StorageError(f"CORTADEL_DATABASE_URL: cannot connect to {self.location}: {_first_line(exc)}") from None
+        with conn, self._translate():
+            _require_pgvector(conn)
+            migrate(conn)
+        self._pool = psycopg_pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={"autocommit": True, "options": options, "connect_timeout": 10},
+            timeout=query_timeout,
+            name="cortadel",
+            open=True,
+        )
+
+    # -- connections -----------------------------------------------------------------------------
+    @contextmanager
+    def _translate(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.errors.QueryCanceled:
+            raise StorageError(f"query interrupted after {self._query_timeout:g} s") from None
+        except psycopg_pool.PoolTimeout:
+            raise StorageError(f"no database connection free or reachable within {self._query_timeout:g} s") from None
+        except psycopg.OperationalError as exc:
+            raise StorageError(f"database unavailable: {_first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"database error: {_first_line(exc)}") from exc
+
+    def _open_tx(self) -> _Transaction | None:
+        tx: _Transaction | None = getattr(self._local, "tx", None)
+        return tx
+
+    @contextmanager
+    def _conn(self, user_id: str | None) -> Iterator[psycopg.Connection[Any]]:
+        """The connection to run on: the thread's transaction (taking ``user_id``'s turn first),
+        else a pooled one in autocommit."""
+        tx = self._open_tx()
+        if tx is not None:
+            if user_id is not None:
+                self._take_turn(tx, user_id)
+            yield tx.conn
+            return
+        with self._translate(), self._pool.connection() as conn:
+            yield conn
+
+    def _take_turn(self, tx: _Transaction, user_id: str) -> None:
+        if user_id not in tx.users:
+            with self._translate():
+                tx.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_USER_LOCK, user_id))
+            tx.users.add(user_id)
+
+    def _rows(self, user_id: str | None, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run ``sql`` for ``user_id`` (None: a statement on no user's data) and return its rows."""
+        with self._conn(user_id) as conn, self._translate():
+            cursor = conn.execute(sql.encode(), params)
+            return cursor.fetchall() if cursor.description else []
+
+    def _count(self, user_id: str | None, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a data-changing ``sql`` and return the rows it changed."""
+        with self._conn(user_id) as conn, self._translate():
+            return conn.execute(sql.encode(), params).rowcount
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def ping(self) -> None:
+        self._rows(None, "SELECT 1")
+
+    @contextmanager
+    def write(self, user_id: str | None = None) -> Iterator[None]:
+        tx = self._open_tx()
+        if tx is not None:  # nested: part of the enclosing transaction
+            if user_id is not None:
+                self._take_turn(tx, user_id)
+            yield
+            return
+        with self._translate(), self._pool.connection() as conn:
+            tx = self._local.tx = _Transaction(conn)
+            try:
+                with conn.transaction():
+                    if user_id is not None:
+                        self._take_turn(tx, user_id)
+                    yield
+            finally:
+                self._local.tx = None
+
+    def _bump(self, user_id: str) -> None:
+        """Move the user's version on. A user erased and written again starts above every version
+        an erased user had, so no cache of the erased data ever looks current."""
+        self._rows(
+            user_id,
+            "INSERT INTO user_versions(user_id, version) VALUES "
+            f"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '{_VERSION_FLOOR}'), 0)) "
+            "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1",
+            (user_id,),
+        )
+
+    def user_version(self, user_id: str) -> int:
+        rows = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
+        return int(rows[0][0]) if rows else 0
+
+    # -- memories --------------------------------------------------------------------------------
+    def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
+        values: dict[str, Any] = {name: getattr(memory, name) for name in _COLUMNS}
+        for name in _JSON_FIELDS:
+            values[name] = Jsonb(values[name])
+        user_id = memory.user_id
+        with self.write():
+            values["context"] = context_for(self._last_text(user_id, memory.session_id))
+            names = list(values)
+            self._rows(
+                user_id,
+                f"INSERT INTO memories({', '.join(names)}, embedding) "
+                f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector)",
+                [*values.values(), vector_literal(embedding)],
+            )
+            if memory.session_id is not None:
+                self._rows(
+                    user_id,
+                    "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
+                    "ON CONFLICT(user_id, session_id) DO UPDATE SET text = session_docs.text || %s || excluded.text",
+                    (user_id, memory.session_id, memory.text, SEPARATOR),
+                )
+            self._bump(user_id)
+
+    def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
+        unknown = set(fields) - _UPDATABLE
+        if unknown:
+            raise ValueError(f"not updatable: {sorted(unknown)}")
+        values = {k: Jsonb(v) if k in _JSON_FIELDS else v for k, v in fields.items()}
+        assignments = ", ".join(f"{k} = %s" for k in values)
+        with self.write():
+            touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
+            self._rows(
+                user_id,
+                f"UPDATE memories SET {assignments} WHERE user_id = %s AND id = %s",
+                [*values.values(), user_id, memory_id],
+            )
+            if touched or fields.get("session_id"):
+                rebuild_sessions(self, user_id, [*touched, fields.get("session_id")])
+            self._bump(user_id)
+
+    @staticmethod
+    def _record(row: Sequence[Any]) -> MemoryRecord:
+        return MemoryRecord(**dict(zip(_COLUMNS, row, strict=True)))
+
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None:
+        rows = self._rows(user_id, _SELECT + " WHERE user_id = %s AND id = %s", (user_id, memory_id))
+        return self._record(rows[0]) if rows else None
+
+    def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        if not ids:
+            return {}
+        rows = self._rows(user_id, _SELECT + " WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, list(ids)))
+        return {r.id: r for r in map(self._record, rows)}
+
+    @staticmethod
+    def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
+        return where_clause(user_id, filters, _DIALECT, alias)
+
+    def list_memories(
+        self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
+    ) -> tuple[list[MemoryRecord], int]:
+        where, params = self._where(user_id, filters)
+        total = self._rows(user_id, f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
+        rows = self._rows(
+            user_id,
+            f"{_SELECT} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        return [self._record(r) for r in rows], int(total)
+
+    def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
+        rows = self._rows(
+            user_id,
+            f"{_SELECT} WHERE user_id = %s AND fingerprint = %s AND {_CURRENT} ORDER BY created_at, rowid LIMIT 1",
+            (user_id, fingerprint),
+        )
+        return self._record(rows[0]) if rows else None
+
+    def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        with self.write():
+            existing = [
+                r[0] for r in self._rows(
+                    user_id, "SELECT id FROM memories WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, list(ids))
+                )
+            ]
+            if not existing:
+                return 0
+            sessions = self._sessions_of(user_id, existing)
+            # Other memories' history may quote these texts (a superseded fact's event names the
+            # statement that replaced it): the quote goes, the event stays.
+            self._rows(
+                user_id,
+                "UPDATE memory_events SET detail = detail - 'statement' WHERE user_id = %s AND detail ? 'statement' "
+                "AND (detail->>'superseded_by' = ANY(%s::text[]) OR detail->>'statement' IN "
+                "     (SELECT text FROM memories WHERE user_id = %s AND id = ANY(%s::text[])))",
+                (user_id, existing, user_id, existing),
+            )
+            for table, column in (("memories", "id"), ("memory_events", "memory_id"), ("memory_entities", "memory_id"), ("jobs", "memory_id")):
+                self._rows(user_id, f"DELETE FROM {table} WHERE user_id = %s AND {column} = ANY(%s::text[])", (user_id, existing))
+            # Entities nobody mentions any more go too: deletion really deletes.
+            self._rows(
+                user_id,
+                "DELETE FROM entities e WHERE e.user_id = %s AND NOT EXISTS "
+                "(SELECT 1 FROM memory_entities me WHERE me.user_id = e.user_id AND me.entity_id = e.id)",
+                (user_id,),
+            )
+            # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
+            rebuild_sessions(self, user_id, sessions)
+            self._bump(user_id)
+            return len(existing)
+
+    def delete_user(self, user_id: str) -> dict[str, int]:
+        tables = (  # children before parents
+            "memory_entities", "entity_aliases", "entities", "memory_events", "jobs", "session_docs", "memories",
+            "user_versions",
+        )
+        with self.write(user_id):
+            version = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
+            if version:
+                floor = int(self._meta(_VERSION_FLOOR) or 0)
+                self._set_meta(_VERSION_FLOOR, str(max(floor, int(version[0][0]))))
+            return {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
+
+    # -- session documents and turn context ------------------------------------------------------
+    def _last_text(self, user_id: str, session_id: str | None) -> list[str]:
+        """The text written last in the session (none or one), the context of the next memory."""
+        if session_id is None:
+            return []
+        rows = self._rows(
+            user_id,
+            "SELECT text FROM memories WHERE user_id = %s AND session_id = %s ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (user_id, session_id),
+        )
+        return [rows[0][0]] if rows else []
+
+    def _sessions_of(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        rows = self._rows(
+            user_id,
+            "SELECT DISTINCT session_id FROM memories WHERE user_id = %s AND id = ANY(%s::text[]) AND session_id IS NOT NULL",
+            (user_id, list(ids)),
+        )
+        return [r[0] for r in rows]
+
+    # SessionRows, for storage/sessions.py
+    def session_texts(self, user_id: str, session_id: str) -> list[tuple[int, str, str]]:
+        rows = self._rows(
+            user_id,
+            "SELECT rowid, text, context FROM memories WHERE user_id = %s AND session_id = %s ORDER BY created_at, rowid",
+            (user_id, session_id),
+        )
+        return [(rowid, text, context) for rowid, text, context in rows]
+
+    def set_context(self, user_id: str, row_key: int, context: str) -> None:
+        self._rows(user_id, "UPDATE memories SET context = %s WHERE user_id = %s AND rowid = %s", (context, user_id, row_key))
+
+    def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
+        if text is None:
+            self._rows(user_id, "DELETE FROM session_docs WHERE user_id = %s AND session_id = %s", (user_id, session_id))
+            return
+        self._rows(
+            user_id,
+            "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
+            "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
+            (user_id, session_id, text),
+        )
+
+    def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
+        match = tsquery(query)
+        if match is None:
+            return []
+        rows = self._rows(
+            user_id,
+            "SELECT session_id, ts_rank(search, q) AS score FROM session_docs, to_tsquery('cortadel', %s) q "
+            "WHERE user_id = %s AND search @@ q ORDER BY score DESC, session_id LIMIT %s",
+            (match, user_id, limit),
+        )
+        return [ScoredId(session_id, float(score)) for session_id, score in rows]
+
+    def session_members(
+        self, user_id: str, session_ids: Sequence[str], filters: MemoryFilters
+    ) -> dict[str, list[str]]:
+        if not session_ids:
+            return {}
+        where, params = self._where(user_id, filters)
+        rows = self._rows(
+            user_id,
+            f"SELECT session_id, id FROM memories WHERE {where} AND session_id = ANY(%s::text[]) "
+            "ORDER BY session_id, created_at, rowid",
+            [*params, list(session_ids)],
+        )
+        members: dict[str, list[str]] = {}
+        for session_id, memory_id in rows:
+            members.setdefault(session_id, []).append(memory_id)
+        return members
+
+    # -- retrieval arms --------------------------------------------------------------------------
+    def text_search(
+        self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float = CONTEXT_WEIGHT
+    ) -> list[ScoredId]:
+        match = tsquery(query)
+        if match is None:
+            return []
+        where, params = self._where(user_id, filters)
+        rows = self._rows(
+            user_id,
+            f"SELECT id, ts_rank(%s::real[], search, q) AS score FROM memories, to_tsquery('cortadel', %s) q "
+            f"WHERE search @@ q AND {where} ORDER BY score DESC, rowid DESC LIMIT %s",
+            [_weights(context_weight), match, *params, limit],
+        )
+        return [ScoredId(memory_id, float(score)) for memory_id, score in rows]
+
+    def vector_search(
+        self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
+    ) -> list[ScoredId]:
+        where, params = self._where(user_id, filters)
+        literal = vector_literal(vector)
+        # Exact search by inner product (the embeddings are unit vectors: the cosine similarity);
+        # a vector of another dimension (before a reindex) cannot match.
+        rows = self._rows(
+            user_id,
+            f"SELECT id, -(embedding <#> %s::vector) AS score FROM memories "
+            f"WHERE {where} AND embedding IS NOT NULL AND vector_dims(embedding) = %s "
+            "ORDER BY embedding <#> %s::vector, rowid LIMIT %s",
+            [literal, *params, len(vector), literal, limit],
+        )
+        return [ScoredId(memory_id, float(score)) for memory_id, score in rows]
+
+    # -- history ---------------------------------------------------------------------------------
+    def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
+        with self.write():
+            self._rows(
+                user_id,
+                "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (%s, %s, %s, %s, %s)",
+                (user_id, memory_id, event, at, Jsonb(detail)),
+            )
+
+    def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
+        rows = self._rows(
+            user_id,
+            "SELECT memory_id, event, at, detail FROM memory_events WHERE user_id = %s AND memory_id = %s ORDER BY id",
+            (user_id, memory_id),
+        )
+        return [HistoryEntry(m, e, at, d) for m, e, at, d in rows]
+
+    # -- entities --------------------------------------------------------------------------------
+    def link_entities(self, user_id: str, memory_id: str, mentions: Sequence[EntityMention]) -> None:
+        with self.write():
+            for mention in mentions:
+                self._rows(
+                    user_id,
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (%s, %s, %s) "
+                    "ON CONFLICT(user_id, canonical) DO NOTHING",
+                    (user_id, mention.canonical, mention.kind),
+                )
+                entity_id = self._rows(
+                    user_id, "SELECT id FROM entities WHERE user_id = %s AND canonical = %s", (user_id, mention.canonical)
+                )[0][0]
+                for alias in {mention.canonical.lower(), mention.name.lower()}:
+                    self._rows(
+                        user_id,
+                        "INSERT INTO entity_aliases(user_id, entity_id, alias) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                        (user_id, entity_id, alias),
+                    )
+                self._rows(
+                    user_id,
+                    "INSERT INTO memory_entities(user_id, memory_id, entity_id) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                    (user_id, memory_id, entity_id),
+                )
+
+    def memories_for_entities(
+        self, user_id: str, canonicals: Sequence[str], filters: MemoryFilters, limit: int
+    ) -> list[ScoredId]:
+        if not canonicals:
+            return []
+        where, params = self._where(user_id, filters, alias="m.")
+        rows = self._rows(
+            user_id,
+            f"""SELECT m.id, count(*) AS hits FROM entities e
+                JOIN memory_entities me ON me.user_id = e.user_id AND me.entity_id = e.id
+                JOIN memories m ON m.user_id = me.user_id AND m.id = me.memory_id
+                WHERE e.user_id = %s AND e.canonical = ANY(%s::text[]) AND {where}
+                GROUP BY m.id, m.created_at ORDER BY hits DESC, m.created_at DESC LIMIT %s""",
+            [user_id, list(canonicals), *params, limit],
+        )
+        return [ScoredId(memory_id, float(hits)) for memory_id, hits in rows]
+
+    def entity_names(self, user_id: str) -> dict[str, str]:
+        rows = self._rows(
+            user_id,
+            "SELECT a.alias, e.canonical FROM entity_aliases a "
+            "JOIN entities e ON e.user_id = a.user_id AND e.id = a.entity_id WHERE a.user_id = %s",
+            (user_id,),
+        )
+        return dict(rows)
+
+    # -- jobs (shared by every user and every replica) -------------------------------------------
+    def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
+        now = time.time()
+        self._rows(
+            user_id,
+            "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            (kind, user_id, memory_id, Jsonb(payload), now, now),
+        )
+
+    def claim_job(self, now: float) -> Job | None:
+        # SKIP LOCKED: replicas claiming at once each take a different job, none waits.
+        rows = self._rows(
+            None,
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1 WHERE id = ("
+            "  SELECT id FROM jobs WHERE status = 'queued' AND run_after <= %s ORDER BY run_after, id"
+            "  LIMIT 1 FOR UPDATE SKIP LOCKED"
+            ") RETURNING id, kind, user_id, memory_id, payload, attempts",
+            (now,),
+        )
+        if not rows:
+            return None
+        job_id, kind, user_id, memory_id, payload, attempts = rows[0]
+        return Job(job_id, kind, user_id, memory_id, payload, attempts)
+
+    def requeue_running_jobs(self) -> int:
+        return self._count(None, "UPDATE jobs SET status = 'queued' WHERE status = 'running'")
+
+    def finish_job(self, job_id: int) -> None:
+        self._rows(None, "DELETE FROM jobs WHERE id = %s", (job_id,))
+
+    def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
+        if retry_at is None:
+            self._rows(None, "UPDATE jobs SET status = 'failed', last_error = %s WHERE id = %s", (error, job_id))
+        else:
+            self._rows(
+                None,
+                "UPDATE jobs SET status = 'queued', last_error = %s, run_after = %s WHERE id = %s",
+                (error, retry_at, job_id),
+            )
+
+    def pending_jobs(self) -> int:
+        return int(self._rows(None, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0])
+
+    # -- vectors (index maintenance: every user's rows) ------------------------------------------
+    def _meta(self, key: str) -> str | None:
+        rows = self._rows(None, "SELECT value FROM meta WHERE key = %s", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def _set_meta(self, key: str, value: str) -> None:
+        self._rows(
+            None, "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def _not_reembedded(self, through: str | None) -> int:
+        return int(self._rows(None, "SELECT count(*) FROM memories WHERE rowid > %s", (int(through or 0),))[0][0])
+
+    def index_info(self) -> IndexInfo:
+        dim = self._meta("vector_dim")
+        target = self._meta(_REINDEX_MODEL)
+        return IndexInfo(
+            dim=int(dim) if dim else None,
+            model=self._meta("vector_model"),
+            vector_indexes=[f"memories.embedding[{dim}] cosine (pgvector, exact)"] if dim else [],
+            missing_embeddings=int(self._rows(None, "SELECT count(*) FROM memories WHERE embedding IS NULL")[0][0]),
+            reindex_target=target,
+            reindex_remaining=self._not_reembedded(self._meta(_REINDEX_THROUGH)) if target else 0,
+        )
+
+    def ensure_vector_index(self, dim: int, model: str) -> None:
+        with self.write():
+            self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")  # replicas starting together
+            if self._meta("vector_dim") is None:
+                self._set_meta("vector_dim", str(dim))
+                self._set_meta("vector_model", model)
+
+    def begin_reindex(self, dim: int, model: str) -> None:
+        with self.write():
+            self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
+            if self._meta(_REINDEX_MODEL) == model and self._meta(_REINDEX_DIM) == str(dim):
+                return  # the same reindex, interrupted: carry on from where it stopped
+            self._set_meta(_REINDEX_MODEL, model)
+            self._set_meta(_REINDEX_DIM, str(dim))
+            self._set_meta(_REINDEX_THROUGH, "0")
+
+    def stale_embeddings(self, limit: int) -> list[tuple[str, str, str]]:
+        through = self._meta(_REINDEX_THROUGH)
+        if through is not None:
+            rows = self._rows(
+                None, "SELECT user_id, id, text FROM memories WHERE rowid > %s ORDER BY rowid LIMIT %s", (int(through), limit)
+            )
+            if rows:
+                return [(u, i, t) for u, i, t in rows]
+        rows = self._rows(  # through the partial index of missing embeddings: no scan
+            None, "SELECT user_id, id, text FROM memories WHERE embedding IS NULL ORDER BY rowid LIMIT %s", (limit,)
+        )
+        return [(u, i, t) for u, i, t in rows]
+
+    def set_embeddings(self, items: Sequence[tuple[str, str, np.ndarray]]) -> None:
+        with self.write():
+            users = set()
+            reached = 0
+            # One user at a time, in order: two reindex runs take the users' turns in the same order.
+            for user_id, memory_id, vector in sorted(items, key=lambda item: item[0]):
+                updated = self._rows(
+                    user_id,
+                    "UPDATE memories SET embedding = %s::vector WHERE user_id = %s AND id = %s RETURNING rowid",
+                    (vector_literal(vector), user_id, memory_id),
+                )
+                reached = max([reached, *(int(r[0]) for r in updated)])
+                users.add(user_id)
+            through = self._meta(_REINDEX_THROUGH)
+            if through is not None and reached > int(through):
+                self._set_meta(_REINDEX_THROUGH, str(reached))
+            for user_id in users:
+                self._bump(user_id)
+
+    def finish_reindex(self) -> bool:
+        with self.write():
+            self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
+            target, dim, through = (self._meta(k) for k in (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH))
+            if target is None or through is None or dim is None:
+                return True
+            if self._not_reembedded(through):
+                return False  # written since the last batch: one more pass
+            self._set_meta("vector_dim", dim)
+            self._set_meta("vector_model", target)
+            self._rows(None, "DELETE FROM meta WHERE key = ANY(%s::text[])", ([_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH],))
+            self._rows(None, "UPDATE user_versions SET version = version + 1")
+        return True
+
+    def count_memories(self) -> int:
+        return int(self._rows(None, "SELECT count(*) FROM memories")[0][0])
+
+
+def _require_pgvector(conn: psycopg.Connection[Any]) -> None:
+    """Create the vector extension, or stop with one line naming what is missing."""
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise StorageError(
+            f"CORTADEL_DATABASE_URL: the database has no usable pgvector extension ({_first_line(exc)}); "
+            "install pgvector on the server, or run CREATE EXTENSION vector as a superuser"
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, for logs and the health check."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}@{host}"
