@@ -33,7 +33,7 @@ node_modules/.installed: package-lock.json package.json sdk/typescript/package.j
 
 # Each Python project runs under its own rootdir and settings.
 test-python: $(VENV)/.installed
-	cd server && ../$(BIN)/python -m pytest
+	cd server && ../$(BIN)/ruff check . && ../$(BIN)/mypy && ../$(BIN)/python -m pytest
 	cd sdk/python && ../../$(BIN)/ruff check . && ../../$(BIN)/mypy && ../../$(BIN)/python -m pytest
 	$(BIN)/ruff check bench
 	$(BIN)/python -m pytest bench/tests

@@ -74,51 +74,55 @@ def _optional_text(raw: str) -> str | None:
 
 @dataclass(frozen=True)
 class Setting:
-    """One configuration knob: its field name, parser, default and one-line description."""
+    """One configuration knob: its field name, parser and one-line description. Its default is the
+    ``Settings`` field's, written once there."""
 
     name: str
     parse: Callable[[str], Any]
-    default: Any
     help: str
 
     @property
     def env(self) -> str:
         return ENV_PREFIX + self.name.upper()
 
+    @property
+    def default(self) -> Any:
+        return Settings.__dataclass_fields__[self.name].default
+
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("host", _text, "127.0.0.1", "Interface to bind. Anything beyond loopback without an auth secret logs a warning."),
-    Setting("port", _int_range(0, 65535), 3001, "TCP port for REST and MCP."),
-    Setting("data", _text, "./data/cortadel.db", "SQLite database file (created with its folder if missing)."),
-    Setting("database_url", _optional_text, None, "A database URL; when set it wins over `data`: `sqlite:///path/file.db`, or `postgresql://user:password@host:5432/db` for PostgreSQL with pgvector (docs/scaling.md)."),
-    Setting("auth_secret", _optional_text, None, "HMAC secret for API keys. Unset: every endpoint is open."),
-    Setting("admin_key", _optional_text, None, "The admin credential, for operations on every user (reindex) or any user (delete-user); user keys never pass. Unset with an auth secret: admin operations are refused."),
-    Setting("embedder", _choice("wordllama", "onnx", "openai"), "wordllama", "Embedding provider."),
-    Setting("embedder_model", _optional_text, None, "Model for the embedder: wordllama config name (default l2_supercat), the ONNX model directory, or the remote model name."),
-    Setting("embedder_url", _optional_text, None, "Base URL of an OpenAI-compatible embeddings API (e.g. http://localhost:11434/v1)."),
-    Setting("embedder_api_key", _optional_text, None, "API key sent to the embeddings API."),
-    Setting("embedder_dim", _int_range(0, 65536), 0, "Truncate/ask the remote embedder for this dimension (0 = the model's own)."),
-    Setting("reranker", _choice("none", "onnx", "http"), "none", "Cross-encoder used by `rerank: \"cross_encoder\"`."),
-    Setting("reranker_model", _optional_text, None, "ONNX cross-encoder directory, or the model name sent to the HTTP reranker."),
-    Setting("reranker_url", _optional_text, None, "Base URL of a rerank API (TEI, llama.cpp, Jina- or Cohere-compatible)."),
-    Setting("reranker_api_key", _optional_text, None, "API key sent to the rerank API."),
-    Setting("extractor", _choice("rules", "llm"), "rules", "Fact extractor of the write pipeline."),
-    Setting("llm_url", _optional_text, None, "Base URL of an OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, LiteLLM)."),
-    Setting("llm_model", _optional_text, None, "Chat model name for the `llm` extractor."),
-    Setting("llm_api_key", _optional_text, None, "API key sent to the chat API."),
-    Setting("llm_timeout", _float_range(0.1, 600), 30.0, "Seconds the LLM calls of one write request may take together (extraction, repair, every verdict), reading whole answers and retries included."),
-    Setting("llm_fallback", _choice("rules", "error"), "rules", "On an LLM outage: fall back to the rules extractor, or report `ERROR` items."),
-    Setting("categories", _optional_text, None, "Comma-separated category taxonomy replacing the built-in one."),
-    Setting("max_conversation_bytes", _int_range(64 * 1024, 1024**3), 4 * 1024**2, "Largest body of a from-conversation request or an MCP message, in bytes (413 beyond)."),
-    Setting("mcp_max_sessions", _int_range(1, 1_000_000), 1000, "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
-    Setting("mcp_session_idle_timeout", _float_range(1, 86400), 600.0, "Seconds after which an idle MCP session is closed."),
-    Setting("query_timeout", _float_range(0.01, 600), 10.0, "Seconds after which one database query is interrupted."),
-    Setting("write_budget", _float_range(0.1, 3600), 60.0, "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
-    Setting("write_workers", _int_range(1, 64), 4, "REST write requests processed at once; more wait their turn without holding a thread."),
-    Setting("read_workers", _int_range(1, 256), 16, "REST searches processed at once, apart from the writes so waiting writes never slow them."),
-    Setting("log_level", _choice("debug", "info", "warning", "error"), "info", "Log level."),
-    Setting("log_format", _choice("plain", "json"), "plain", "Log line format."),
-    Setting("allow_dim_mismatch", _bool, False, "Start even when stored vectors have another dimension than the embedder (vector search is then degraded until `cortadel reindex`)."),
+    Setting("host", _text, "Interface to bind. Anything beyond loopback without an auth secret logs a warning."),
+    Setting("port", _int_range(0, 65535), "TCP port for REST and MCP."),
+    Setting("data", _text, "SQLite database file (created with its folder if missing)."),
+    Setting("database_url", _optional_text, "A database URL; when set it wins over `data`: `sqlite:///path/file.db`, or `postgresql://user:password@host:5432/db` for PostgreSQL with pgvector (docs/scaling.md)."),
+    Setting("auth_secret", _optional_text, "HMAC secret for API keys. Unset: every endpoint is open."),
+    Setting("admin_key", _optional_text, "The admin credential, for operations on every user (reindex) or any user (delete-user); user keys never pass. Unset with an auth secret: admin operations are refused."),
+    Setting("embedder", _choice("wordllama", "onnx", "openai"), "Embedding provider."),
+    Setting("embedder_model", _optional_text, "Model for the embedder: wordllama config name (default l2_supercat), the ONNX model directory, or the remote model name."),
+    Setting("embedder_url", _optional_text, "Base URL of an OpenAI-compatible embeddings API (e.g. http://localhost:11434/v1)."),
+    Setting("embedder_api_key", _optional_text, "API key sent to the embeddings API."),
+    Setting("embedder_dim", _int_range(0, 65536), "Truncate/ask the remote embedder for this dimension (0 = the model's own)."),
+    Setting("reranker", _choice("none", "onnx", "http"), "Cross-encoder used by `rerank: \"cross_encoder\"`."),
+    Setting("reranker_model", _optional_text, "ONNX cross-encoder directory, or the model name sent to the HTTP reranker."),
+    Setting("reranker_url", _optional_text, "Base URL of a rerank API (TEI, llama.cpp, Jina- or Cohere-compatible)."),
+    Setting("reranker_api_key", _optional_text, "API key sent to the rerank API."),
+    Setting("extractor", _choice("rules", "llm"), "Fact extractor of the write pipeline."),
+    Setting("llm_url", _optional_text, "Base URL of an OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, LiteLLM)."),
+    Setting("llm_model", _optional_text, "Chat model name for the `llm` extractor."),
+    Setting("llm_api_key", _optional_text, "API key sent to the chat API."),
+    Setting("llm_timeout", _float_range(0.1, 600), "Seconds the LLM calls of one write request may take together (extraction, repair, every verdict), reading whole answers and retries included."),
+    Setting("llm_fallback", _choice("rules", "error"), "On an LLM outage: fall back to the rules extractor, or report `ERROR` items."),
+    Setting("categories", _optional_text, "Comma-separated category taxonomy replacing the built-in one."),
+    Setting("max_conversation_bytes", _int_range(64 * 1024, 1024**3), "Largest body of a from-conversation request or an MCP message, in bytes (413 beyond)."),
+    Setting("mcp_max_sessions", _int_range(1, 1_000_000), "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
+    Setting("mcp_session_idle_timeout", _float_range(1, 86400), "Seconds after which an idle MCP session is closed."),
+    Setting("query_timeout", _float_range(0.01, 600), "Seconds after which one database query is interrupted."),
+    Setting("write_budget", _float_range(0.1, 3600), "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
+    Setting("write_workers", _int_range(1, 64), "REST write requests processed at once; more wait their turn without holding a thread."),
+    Setting("read_workers", _int_range(1, 256), "REST searches processed at once, apart from the writes so waiting writes never slow them."),
+    Setting("log_level", _choice("debug", "info", "warning", "error"), "Log level."),
+    Setting("log_format", _choice("plain", "json"), "Log line format."),
+    Setting("allow_dim_mismatch", _bool, "Start even when stored vectors have another dimension than the embedder (vector search is then degraded until `cortadel reindex`)."),
 )
 
 

@@ -213,7 +213,7 @@ class MemoryService:
         try:
             self.storage.ping()
             database = Check(True, _ms(started), fields={"url": where})
-        except Exception as exc:  # any failure is the health check's answer, not a crash
+        except Exception as exc:  # noqa: BLE001 - any failure is the health check's answer, not a crash
             database = Check(False, _ms(started), str(exc), {"url": where})
         started = time.perf_counter()
         embed_fields = {"provider": self.embedder.provider, "model": self.embedder.model, "dim": self.embedder.dim}
@@ -221,7 +221,7 @@ class MemoryService:
             vector = self.embedder.embed(["health check"])
             ok = vector.shape == (1, self.embedder.dim)
             embeddings = Check(ok, _ms(started), None if ok else f"embedder returned shape {vector.shape}", embed_fields)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - as above
             embeddings = Check(False, _ms(started), str(exc), embed_fields)
         try:
             info = self.storage.index_info()
@@ -241,7 +241,7 @@ class MemoryService:
                         "vector_indexes": info.vector_indexes, "mismatches": mismatches,
                         "missing_embeddings": info.missing_embeddings, "reindex_remaining": info.reindex_remaining},
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - as above
             indexes = Check(False, error=str(exc), fields={"provider_dim": self.embedder.dim,
                                                             "vector_indexes": [], "mismatches": []})
         return Health(database.ok and embeddings.ok and indexes.ok, time.time(), database, embeddings, indexes)

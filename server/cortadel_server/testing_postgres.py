@@ -25,11 +25,11 @@ def postgres_server() -> Any:
             with warnings.catch_warnings():
                 # pgserver asks platformdirs for a runtime folder it does not need here.
                 warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-                import pgserver
+                from pgserver.postgres_server import get_server
 
                 # A short folder: the server's Unix socket lives in it (paths are capped at 107 bytes).
                 folder = tempfile.mkdtemp(prefix="cortadel-pg-", dir="/tmp")
-                _server = pgserver.get_server(folder, cleanup_mode="delete")
+                _server = get_server(folder, cleanup_mode="delete")
         return _server
 
 

@@ -36,12 +36,12 @@ class WorkerPools:
         self._reads = anyio.CapacityLimiter(reads)
         self._health = anyio.CapacityLimiter(HEALTH_WORKERS)
 
-    async def write(self, call: Callable[[], T], budget: WriteBudget, receive: Receive | None = None) -> T:
+    async def write(self, call: Callable[[], T], budget: WriteBudget | None = None, receive: Receive | None = None) -> T:
         """Run `call` on a write worker; `receive` (the ASGI channel, its body already read) tells
-        when the client goes away."""
+        when the client goes away, which cancels `budget`."""
         failure: Exception | None = None
         async with anyio.create_task_group() as watch:
-            if receive is not None:
+            if receive is not None and budget is not None:
                 watch.start_soon(_cancel_on_disconnect, receive, budget)
             try:
                 result = await anyio.to_thread.run_sync(call, limiter=self._writes)

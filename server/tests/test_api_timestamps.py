@@ -9,7 +9,7 @@ import httpx
 
 
 def instant(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    return datetime.fromisoformat(iso).timestamp()
 
 
 def test_conversation_turn_timestamps_anchor_relative_times(api: httpx.Client, user: str) -> None:

@@ -26,7 +26,7 @@ from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.llm import OpenAIChatClient
 from cortadel_server.storage.base import MemoryFilters
 from cortadel_server.storage.sqlite import SqliteStorage
-from cortadel_server.testing import running_server
+from cortadel_server.testing import ServerProcess, running_server
 
 CHAT = "/v1/chat/completions"
 FACTS = {"type": "object", "properties": {"facts": {"type": "array"}}, "required": ["facts"]}
@@ -143,33 +143,60 @@ def test_an_extraction_past_the_budget_is_refused_with_413(budget_api: httpx.Cli
     assert listed["total"] == 0  # refused before anything was stored
 
 
-def test_facts_the_budget_does_not_reach_come_back_as_errors(budget_api: httpx.Client) -> None:
-    text = " ".join(f"I own {i} books." for i in range(600))  # 400 corrections of one slot: cheap to extract, slow to store
-    response = budget_api.post("/api/v1/memories/from-conversation", json={"user_id": "many", "messages": [{"role": "user", "content": text}]})
-    assert response.status_code == 200, response.text[:300]
-    results = response.json()["results"]
-    assert len(results) == 600
-    stored = [r for r in results if r["event"] != "ERROR"]
-    refused = [r for r in results if r["event"] == "ERROR"]
-    assert stored and refused
-    assert results == stored + refused  # stored in order until the budget ran out, then none
-    assert {r["error"] for r in refused} == {
-        "Not stored: the request's 2 s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."
-    }
-    assert refused[0]["memory"] == f"User owns {len(stored)} books."
-    listed = budget_api.get("/api/v1/memories", params={"user_id": "many", "include_superseded": "true", "size": 1}).json()
-    assert listed["total"] == len(stored)
+@pytest.fixture(scope="module")
+def slow_llm() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI() as api:
+        yield api
 
 
-def test_work_stops_when_the_client_goes_away(llm: ScriptedOpenAI) -> None:
-    answer = Reply.chat({"facts": [fact("User lives in Oslo."), fact("User works at Acme."), fact("User has a cat.")]})
-    llm.enqueue(CHAT, dataclasses.replace(answer, delay=1.5))
-    env = {"CORTADEL_EXTRACTOR": "llm", "CORTADEL_LLM_URL": llm.v1_url, "CORTADEL_LLM_MODEL": "slow"}
+@pytest.fixture(scope="module")
+def llm_server(slow_llm: ScriptedOpenAI) -> Iterator[ServerProcess]:
+    """The `llm` extractor against the scripted model, two seconds of work per request."""
+    env = {"CORTADEL_EXTRACTOR": "llm", "CORTADEL_LLM_URL": slow_llm.v1_url, "CORTADEL_LLM_MODEL": "slow",
+           "CORTADEL_WRITE_BUDGET": "2.0"}
     with running_server(env=env) as server:
-        body = {"user_id": "gone", "messages": [{"role": "user", "content": "I live in Oslo, work at Acme and have a cat."}]}
-        with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{server.base_url}/api/v1/memories/from-conversation", json=body, timeout=0.5)
-        time.sleep(2.5)  # the extraction answers 1 s after the disconnect; nothing may follow it
-        assert len(llm.requests) == 1
-        listed = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": "gone", "include_superseded": "true"}).json()
-        assert (listed["total"], listed["items"]) == (0, [])
+        yield server
+
+
+def test_facts_the_budget_does_not_reach_come_back_as_errors(slow_llm: ScriptedOpenAI, llm_server: ServerProcess) -> None:
+    with httpx.Client(base_url=llm_server.base_url, timeout=20) as api:
+        for text in ("I am learning the piano.", "I play tennis.", "I am learning Spanish."):
+            response = api.post("/api/v1/memories", json={"user_id": "many", "text": text, "infer": False})
+            assert response.json()["event"] == "ADD", response.text
+        slow_llm.requests.clear()
+        # Each extracted fact is close to a stored one: a verdict call each, answering after 1.5 s.
+        facts = [fact("User is learning the piano with a teacher."), fact("User plays tennis on Sundays."),
+                 fact("User is learning Spanish with an app.")]
+        slow_llm.enqueue(CHAT, Reply.chat({"facts": facts}))
+        slow_llm.handle(CHAT, lambda request: dataclasses.replace(Reply.chat({"verdict": "new", "existing_id": None}), delay=1.5))
+        started = time.monotonic()
+        response = api.post("/api/v1/memories/from-conversation",
+                            json={"user_id": "many", "messages": [{"role": "user", "content": "Piano, tennis and Spanish news."}]})
+        elapsed = time.monotonic() - started
+        assert response.status_code == 200, response.text
+        assert [(r["event"], r["memory"], r["error"]) for r in response.json()["results"]] == [
+            ("ADD", "User is learning the piano with a teacher.", None),  # the model's verdict, after 1.5 s
+            ("ADD", "User plays tennis on Sundays.", None),  # its verdict cut at the 2 s deadline: the rules' decision
+            ("ERROR", "User is learning Spanish with an app.",
+             "Not stored: the request's 2 s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."),
+        ]
+        assert 2.0 <= elapsed < 3.0
+        assert len(slow_llm.requests) == 3  # extraction and two verdicts, none for the refused fact
+        listed = api.get("/api/v1/memories", params={"user_id": "many", "include_superseded": "true"}).json()
+        assert sorted(item["content"] for item in listed["items"]) == [
+            "I am learning Spanish.", "I am learning the piano.", "I play tennis.",
+            "User is learning the piano with a teacher.", "User plays tennis on Sundays.",
+        ]
+
+
+def test_work_stops_when_the_client_goes_away(slow_llm: ScriptedOpenAI, llm_server: ServerProcess) -> None:
+    slow_llm.requests.clear()
+    answer = Reply.chat({"facts": [fact("User lives in Oslo."), fact("User works at Acme."), fact("User has a cat.")]})
+    slow_llm.enqueue(CHAT, dataclasses.replace(answer, delay=1.5))
+    body = {"user_id": "gone", "messages": [{"role": "user", "content": "I live in Oslo, work at Acme and have a cat."}]}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{llm_server.base_url}/api/v1/memories/from-conversation", json=body, timeout=0.5)
+    time.sleep(2.5)  # the extraction answers 1 s after the disconnect; nothing may follow it
+    assert len(slow_llm.requests) == 1
+    listed = httpx.get(f"{llm_server.base_url}/api/v1/memories", params={"user_id": "gone", "include_superseded": "true"}).json()
+    assert (listed["total"], listed["items"]) == (0, [])

@@ -49,7 +49,7 @@ def test_bad_settings_name_themselves(env: dict[str, str], named: str) -> None:
 def test_bad_setting_stops_serve_with_one_line(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "cortadel_server", "serve", "--data", str(tmp_path / "c.db")],
-        env={"CORTADEL_LOG_LEVEL": "loud", "PATH": ""}, capture_output=True, text=True, timeout=60,
+        env={"CORTADEL_LOG_LEVEL": "loud", "PATH": ""}, capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "cortadel: CORTADEL_LOG_LEVEL='loud': must be one of debug, info, warning, error"
@@ -63,3 +63,10 @@ def test_docs_list_every_setting() -> None:
         row = next(line for line in text.splitlines() if line.startswith(f"| `{setting.env}`"))
         default = "unset" if setting.default is None else f"`{str(setting.default).lower() if isinstance(setting.default, bool) else setting.default}`"
         assert f"| {default} |" in row, setting.env
+
+
+def test_every_setting_is_a_settings_field_with_its_default_written_once() -> None:
+    import dataclasses
+
+    assert [s.name for s in SETTINGS] == [f.name for f in dataclasses.fields(Settings)]
+    assert {s.name: s.default for s in SETTINGS} == {f.name: f.default for f in dataclasses.fields(Settings)}

@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from cortadel_server.testing import ServerProcess
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
+from cortadel_server.testing import ServerProcess
 
 pytestmark = pytest.mark.anyio
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+
 from cortadel_server.auth import mint_key
 from cortadel_server.testing import ServerProcess, running_server
-
 from tests.conftest import AUTH_SECRET
 
 VALIDATION_KEYS = {"type", "title", "status", "code", "message", "detail", "errors"}
@@ -163,7 +163,7 @@ def raw_request(port: int, head: bytes, body: bytes = b"", read_timeout: float =
 @pytest.mark.parametrize("key", ["ck_é.abc", "ck_YWxpY2U.ünïcode", "\u2603"])
 def test_a_non_ascii_key_is_401(auth_server: ServerProcess, key: str) -> None:
     head = (
-        f"GET /api/v1/memories?user_id=alice HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ".encode()
+        b"GET /api/v1/memories?user_id=alice HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
         + key.encode("utf-8")
         + b"\r\nConnection: close\r\n\r\n"
     )

@@ -6,7 +6,6 @@ Stored values are cross-checked through the REST API.
 from __future__ import annotations
 
 import json
-
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -17,10 +16,11 @@ import anyio
 import httpx
 import httpx2
 import pytest
-from cortadel_server.testing import ServerProcess
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+
+from cortadel_server.testing import ServerProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -98,7 +98,7 @@ async def test_list_tools_names_and_input_schemas(server: ServerProcess, user: s
             ["messages"],
         ),
         "search_memory": (
-            sorted(["query", "topK", "limit", "offset", "detail", "ids", "project", "tag", "memory_type",
+            sorted(["query", "topK", "limit", "offset", "detail", "ids", "project", "tag", "session_id", "memory_type",
                     "token_budget", "includeFaded", "as_of", "known_at", "include_superseded"]),
             [],
         ),

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import anyio
 import httpx
-from cortadel_server.testing import running_server
 from mcp import Client, StdioServerParameters
+
+from cortadel_server.testing import running_server
 
 TOOL_NAMES = ["add_memories", "add_conversation", "search_memory", "get_skill"]
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+
 from cortadel_server.mcp.arguments import AddMemoriesArgs, SearchMemoryArgs
 from cortadel_server.mcp.caller import Caller
 from cortadel_server.mcp.server import _decode_json_lists, _describe
 from cortadel_server.mcp.views import headline, memory_line, outcome_line, steps_of
 from cortadel_server.storage.base import MemoryRecord
-from pydantic import ValidationError
 
 
 @pytest.mark.parametrize(

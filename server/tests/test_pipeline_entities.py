@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from cortadel_server.pipeline.enrich import canonical_entity
-from cortadel_server.pipeline.entities import (
+from cortadel_server.language.entities import (
+    EntityKind,
+    EntityMention,
+    canonical_entity,
     entity_key,
     find_entities,
     link_entity,
     mentions_entity,
     same_entity,
 )
-from cortadel_server.pipeline.model import EntityKind, EntityMention
 
 
 @pytest.mark.parametrize(

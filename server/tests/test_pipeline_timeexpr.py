@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cortadel_server.pipeline.timeexpr import find_time, find_times
+from cortadel_server.language.timeexpr import find_time, find_times
 
 REF = datetime(2026, 11, 30, 10, 30, tzinfo=UTC)  # a Monday
 

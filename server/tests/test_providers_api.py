@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import cortadel_server.providers as providers
+from cortadel_server import providers
 from cortadel_server.config import Settings
 from cortadel_server.errors import ConfigError, MissingDependency, ProviderError
 from cortadel_server.providers._imports import require

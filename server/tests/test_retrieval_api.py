@@ -32,3 +32,13 @@ def test_default_search_explains_each_hit_and_finds_the_reply(api: httpx.Client,
     assert results[0]["rrf_score"] > results[1]["rrf_score"] > 0
     off = search(api, user, "pottery workshop", include_session_arm=False)
     assert "session" not in off["results"][0]["attributes"]["arms"]
+
+
+def test_the_deep_recipe_adds_the_time_arm(api: httpx.Client, user: str) -> None:
+    concert = add(api, user, "I went to a Radiohead concert.", timestamp="2023-05-20T20:00:00Z", infer=False)["id"]
+    add(api, user, "I went to a jazz concert.", timestamp="2024-02-10T20:00:00Z", infer=False)
+    deep = search(api, user, "Which concert did I go to in May 2023?", mode="deep")
+    assert deep["results"][0]["id"] == concert
+    assert deep["results"][0]["attributes"]["arms"]["time"] == {"rank": 1}
+    plain = search(api, user, "Which concert did I go to in May 2023?")
+    assert all("time" not in r["attributes"]["arms"] for r in plain["results"])

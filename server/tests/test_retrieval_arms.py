@@ -17,11 +17,10 @@ import apsw
 import pytest
 
 from cortadel_server.providers.embedding import WordLlamaEmbedder
-from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
+from cortadel_server.retrieval.arms import ARMS, Arm, ArmConfig, ArmContext
 from cortadel_server.retrieval.fusion import dense_ranks, fuse_ranks, score_fusion
 from cortadel_server.retrieval.search import (
     HYBRID,
-    ArmConfig,
     Fusion,
     Retriever,
     SearchConfig,
@@ -83,7 +82,7 @@ def run_arm(store: SqliteStorage, embedder: WordLlamaEmbedder, arm: Arm, query: 
             filters: MemoryFilters | None = None, now: float | None = None) -> list[ScoredId]:
     request = SearchRequest(user, query, filters=filters or MemoryFilters())
     ctx = ArmContext(store, request, lambda: embedder.embed([query])[0], now or time.time())
-    return ARMS[arm](ctx, 20)
+    return ARMS[arm](ctx, ArmConfig(arm), 20)
 
 
 # -- fusion -----------------------------------------------------------------------------------------

@@ -1,17 +1,23 @@
-"""Dependencies shared by the routes, as ``Annotated`` aliases."""
+"""Dependencies shared by the routes, as ``Annotated`` aliases.
+
+Authorization is one of them: a route takes its body as ``Authorized[Model]`` or its user as
+``QueryUser`` / ``QueryUserOrKey``, and the dependency has already checked that the request's key
+may act for that user (403 otherwise) — no route has a call to remember.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import inspect
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 
-from cortadel_server.errors import Forbidden, Unauthorized
+from cortadel_server.errors import Forbidden, Unauthorized, ValidationFailed
 from cortadel_server.service import MemoryService
 
 
 def get_service(request: Request) -> MemoryService:
-    return request.app.state.service
+    return cast(MemoryService, request.app.state.service)
 
 
 Service = Annotated[MemoryService, Depends(get_service)]
@@ -19,7 +25,7 @@ Service = Annotated[MemoryService, Depends(get_service)]
 
 def key_user(request: Request) -> str | None:
     """The user the request's API key is bound to (None when auth is off)."""
-    return request.scope.get("state", {}).get("key_user")
+    return cast(str | None, request.scope.get("state", {}).get("key_user"))
 
 
 def authorize(request: Request, user_id: str) -> str:
@@ -61,3 +67,54 @@ def authorize_user_or_admin(request: Request, user_id: str) -> str:
 
 AdminOnly = Depends(require_admin)
 
+
+class _ForUser(Protocol):
+    user_id: str
+
+
+Body = TypeVar("Body", bound=_ForUser)
+
+
+def _authorized_body(model: type[Body]) -> Any:
+    def authorized_body(request: Request, body: Any) -> Body:
+        authorize(request, body.user_id)
+        return cast(Body, body)
+
+    # FastAPI reads the body's type from the signature; give it the model itself.
+    authorized_body.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request),
+        inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=model),
+    ])
+    return Annotated[model, Depends(authorized_body)]
+
+
+if TYPE_CHECKING:
+    #: to a type checker, ``Authorized[Model]`` is ``Model``
+    Authorized = Annotated[Body, "authorized"]
+else:
+
+    class Authorized:
+        """``Authorized[Model]``: the request body, parsed as ``Model`` and authorized for its ``user_id``."""
+
+        def __class_getitem__(cls, model: type[Body]) -> Any:
+            return _authorized_body(model)
+
+
+def _query_user(request: Request, user_id: Annotated[str, Query(min_length=1, description="User identifier.")]) -> str:
+    return authorize(request, user_id)
+
+
+def _query_user_or_key(
+    request: Request,
+    user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
+) -> str:
+    user = user_id or key_user(request)
+    if not user:
+        raise ValidationFailed({"user_id": ["The user_id query parameter is required"]})
+    return authorize(request, user)
+
+
+#: the ``user_id`` query parameter, authorized
+QueryUser = Annotated[str, Depends(_query_user)]
+#: the ``user_id`` query parameter or else the key's user, authorized
+QueryUserOrKey = Annotated[str, Depends(_query_user_or_key)]

@@ -19,7 +19,8 @@ VALIDATION_TYPE = "https://tools.ietf.org/html/rfc9110#section-15.5.1"
 
 
 def _request_id(request: Request) -> str | None:
-    return request.scope.get("state", {}).get("request_id")
+    request_id: str | None = request.scope.get("state", {}).get("request_id")
+    return request_id
 
 
 def validation_response(request: Request, errors: dict[str, list[str]], detail: str | None = None) -> JSONResponse:

@@ -82,7 +82,7 @@ def search_result(hit: Hit) -> schemas.HybridSearchResult:
         memory_type=m.memory_type,
         tags=m.tags,
         source=m.metadata.get("source") if isinstance(m.metadata.get("source"), str) else None,
-        global_=False,
+        global_=False,  # type: ignore[call-arg]  # populate_by_name: the field name, "global" on the wire
         gist=m.gist,
         project_id=m.project,
         member_ids=[],

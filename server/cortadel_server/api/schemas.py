@@ -33,7 +33,7 @@ class Response(BaseModel):
 def _a_json_number(value: Any) -> Any:
     # Lax validation would read true as 1 and "10" as 10: a count must be a JSON number.
     if isinstance(value, bool | str):
-        raise ValueError("Must be a JSON number")
+        raise ValueError("Must be a JSON number")  # noqa: TRY004 - pydantic reports ValueError, not TypeError, as a 400
     return value
 
 
@@ -43,7 +43,7 @@ Count = Annotated[int | None, BeforeValidator(_a_json_number)]
 def _not_a_bool(value: Any) -> Any:
     # JSON true/false would otherwise pass as the numbers 1 and 0.
     if isinstance(value, bool):
-        raise ValueError("Must be an ISO 8601 date-time string or Unix seconds, not a boolean")
+        raise ValueError("Must be an ISO 8601 date-time string or Unix seconds, not a boolean")  # noqa: TRY004 - as above
     return value
 
 
@@ -90,7 +90,7 @@ class SearchMemoriesRequest(Request):
     query: str = Field(min_length=1, max_length=5000)
     user_id: UserId
     top_k: Count = Field(None, ge=1, le=50, description="Results to return (default 10).")
-    mode: str | None = Field(None, description="hybrid (default) | text | vector.")
+    mode: str | None = Field(None, description="hybrid (default) | text | vector | deep (extension: every arm).")
     app_name: str | None = Field(None, description="The searching application's name (a label, not a filter).")
     session_id: str | None = Field(None, description="Only facts stored under this session.")
     rerank: str | None = Field(None, description='"cross_encoder" to rerank with the configured cross-encoder.')

@@ -35,7 +35,8 @@ class Arguments(BaseModel):
     def input_schema(cls) -> dict[str, Any]:
         """The JSON schema a client sees: references inlined (some clients do not follow ``$ref``), no titles."""
         schema = cls.model_json_schema(by_alias=True)
-        return _plain(schema, schema.pop("$defs", {}))
+        plain: dict[str, Any] = _plain(schema, schema.pop("$defs", {}))
+        return plain
 
 
 def _plain(node: Any, defs: dict[str, Any]) -> Any:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types import (
@@ -67,7 +67,9 @@ async def call(service: MemoryService, caller: Caller, name: str, arguments: dic
         return tool_error(f"Unknown tool {name!r}; the tools are {', '.join(TOOLS)}.")
     try:
         args = spec.arguments.model_validate(_decode_json_lists(spec.arguments, arguments))
-        result = await anyio.to_thread.run_sync(spec.run, service, caller, args)
+        run = partial(spec.run, service, caller, args)
+        # The same worker pools as REST: a tool call that writes never holds a thread a search needs.
+        result = await (service.workers.read(run) if spec.read_only else service.workers.write(run))
     except ValidationError as exc:
         return tool_error(f"Invalid arguments for {name}: {_describe(exc)}")
     except ValidationFailed as exc:

@@ -5,25 +5,23 @@
 
 The parts, each usable alone:
 
-    extract    Extractor, build_extractor; RulesExtractor (rules), LlmExtractor (llm)
+    extract    the Extractor seam; RulesExtractor (rules), LlmExtractor (llm); build_extractor (extractors)
     decide     decide(candidate, neighbours) -> Decision   (the pure write decision)
-    timeexpr   find_time / find_times (also for query-time understanding in retrieval)
     classify   Taxonomy, memory_type, gist
-    entities   find_entities, same_entity
     enrich     Enricher (the durable job runner for entities and categories)
+
+Entity names and time expressions live in ``cortadel_server.language``, shared with retrieval.
 """
 
 from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
 from cortadel_server.pipeline.decide import decide
 from cortadel_server.pipeline.enrich import Enricher
-from cortadel_server.pipeline.entities import find_entities, same_entity
-from cortadel_server.pipeline.extract import Extractor, build_extractor
+from cortadel_server.pipeline.extract import Extractor
+from cortadel_server.pipeline.extractors import build_extractor
 from cortadel_server.pipeline.llm import ExtractionFailed, LlmExtractor, LlmJudge
 from cortadel_server.pipeline.model import (
     Candidate,
     Decision,
-    EntityKind,
-    EntityMention,
     Event,
     Intent,
     MemoryType,
@@ -31,7 +29,6 @@ from cortadel_server.pipeline.model import (
     Turn,
 )
 from cortadel_server.pipeline.rules import RulesExtractor
-from cortadel_server.pipeline.timeexpr import TimeSpan, find_time, find_times
 from cortadel_server.pipeline.writer import ConversationTurn, WriteOutcome, Writer
 
 __all__ = [
@@ -39,8 +36,6 @@ __all__ = [
     "ConversationTurn",
     "Decision",
     "Enricher",
-    "EntityKind",
-    "EntityMention",
     "Event",
     "ExtractionFailed",
     "Extractor",
@@ -51,16 +46,11 @@ __all__ = [
     "Neighbour",
     "RulesExtractor",
     "Taxonomy",
-    "TimeSpan",
     "Turn",
     "WriteOutcome",
     "Writer",
     "build_extractor",
     "decide",
-    "find_entities",
-    "find_time",
-    "find_times",
     "gist",
     "memory_type",
-    "same_entity",
 ]

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from cortadel_server.language.timeexpr import find_time
 from cortadel_server.pipeline.model import MemoryType
-from cortadel_server.pipeline.timeexpr import find_time
 
 __all__ = ["DEFAULT_CATEGORIES", "GIST_LIMIT", "Taxonomy", "gist", "memory_type"]
 

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from cortadel_server.pipeline.entities import mentions_entity
+from cortadel_server.language.entities import mentions_entity
+from cortadel_server.language.timeexpr import find_times
 from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
 from cortadel_server.pipeline.rewrite import expand_contractions
-from cortadel_server.pipeline.timeexpr import find_times
 
 __all__ = ["FactShape", "decide", "normalize", "shape", "slot_query"]
 

@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from cortadel_server.language.entities import canonical_entity, find_entities
 from cortadel_server.pipeline.classify import Taxonomy
-from cortadel_server.pipeline.entities import entity_key, find_entities, same_entity
 from cortadel_server.storage.base import EntityMention, Job, Storage
 
-__all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher", "canonical_entity"]
+__all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher"]
 
 log = logging.getLogger("cortadel.pipeline")
 
@@ -34,21 +34,6 @@ BASE_DELAY = 2.0
 POLL_SECONDS = 1.0
 
 
-def canonical_entity(name: str, known: dict[str, str]) -> str:
-    """The canonical name of an existing entity of the user that `name` denotes, else its own key.
-
-    `known` maps every alias (lower case) to its canonical name, as ``Storage.entity_names`` gives.
-    """
-    key = entity_key(name)
-    for alias in (key, name.lower()):
-        if alias in known:
-            return known[alias]
-    for alias, canonical in known.items():
-        # Aliases are stored in lower case; a short one may be an initialism ("ibm" for "IBM").
-        written = alias.upper() if alias.isalpha() and len(alias) <= 6 else alias
-        if same_entity(name, alias) or same_entity(name, written):
-            return canonical
-    return key
 
 
 class Enricher:

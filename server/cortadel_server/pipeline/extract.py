@@ -1,7 +1,6 @@
 """The extractor seam: conversation turns in, candidate facts out.
 
-    extractor = build_extractor(settings, chat_client)   # RulesExtractor or LlmExtractor
-    candidates = extractor.extract(turns, is_agent_memory=False)
+    candidates = extractor.extract(turns, is_agent_memory=False)   # any Extractor
 
 Every extractor finishes its candidates with `make_candidate`, so time resolution, classification
 and entity mentions are the same whichever one produced the text.
@@ -12,18 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from cortadel_server.errors import ConfigError
+from cortadel_server.language.entities import find_entities
+from cortadel_server.language.timeexpr import find_time
 from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
-from cortadel_server.pipeline.entities import find_entities
 from cortadel_server.pipeline.model import Candidate, Intent, MemoryType, Turn
-from cortadel_server.pipeline.timeexpr import find_time
 
 if TYPE_CHECKING:
-    from cortadel_server.config import Settings
     from cortadel_server.pipeline.budget import WriteBudget
-    from cortadel_server.providers.llm import ChatClient
 
-__all__ = ["Extractor", "build_extractor", "make_candidate"]
+__all__ = ["Extractor", "make_candidate"]
 
 
 class Extractor(Protocol):
@@ -74,23 +70,3 @@ def make_candidate(
         reconfirm=reconfirm,
         at_now=turn.at_now,
     )
-
-
-def build_extractor(settings: Settings, chat_client: ChatClient | None = None) -> Extractor:
-    """The extractor `settings.extractor` names; the `llm` one falls back to rules when
-    `settings.llm_fallback` is "rules"."""
-    from cortadel_server.pipeline.llm import LlmExtractor
-    from cortadel_server.pipeline.rules import RulesExtractor
-
-    taxonomy = Taxonomy.from_setting(settings.categories)
-    rules = RulesExtractor(taxonomy)
-    if settings.extractor == "rules":
-        return rules
-    if chat_client is None:
-        from cortadel_server.providers import build_chat_client
-
-        chat_client = build_chat_client(settings)
-        if chat_client is None:
-            raise ConfigError("CORTADEL_EXTRACTOR=llm needs CORTADEL_LLM_URL and CORTADEL_LLM_MODEL")
-    fallback = rules if settings.llm_fallback == "rules" else None
-    return LlmExtractor(chat_client, taxonomy, fallback=fallback)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cortadel_server.errors import ProviderError
+from cortadel_server.language.timeexpr import find_time
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.extract import Extractor, make_candidate
@@ -35,7 +36,6 @@ from cortadel_server.pipeline.model import (
     Turn,
 )
 from cortadel_server.pipeline.rules import addresses_assistant
-from cortadel_server.pipeline.timeexpr import find_time
 from cortadel_server.providers.llm import ChatClient
 
 __all__ = ["ExtractionFailed", "LlmExtractor", "LlmJudge"]

@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cortadel_server.language.entities import EntityMention
+
 
 class Intent(enum.Enum):
     """What the speaker wants done with a statement."""
@@ -42,14 +44,6 @@ class MemoryType(str, enum.Enum):
     PROCEDURAL = "procedural"
 
 
-class EntityKind(str, enum.Enum):
-    PERSON = "person"
-    PLACE = "place"
-    ORG = "org"
-    PROJECT = "project"
-    THING = "thing"
-
-
 @dataclass(frozen=True)
 class Turn:
     """One conversation message. `at` is when it was said (the request time when unknown).
@@ -63,15 +57,6 @@ class Turn:
     uuid: str | None
     at: datetime
     at_now: bool = False
-
-
-@dataclass(frozen=True)
-class EntityMention:
-    """A named thing a fact mentions; `key` is the folded identity used to link aliases."""
-
-    name: str
-    kind: EntityKind
-    key: str
 
 
 @dataclass(frozen=True)

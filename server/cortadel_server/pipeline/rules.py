@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from cortadel_server.language.timeexpr import find_times
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.extract import make_candidate
@@ -30,7 +31,6 @@ from cortadel_server.pipeline.rewrite import (
     second_to_third,
     third_person,
 )
-from cortadel_server.pipeline.timeexpr import find_times
 
 __all__ = ["RulesExtractor", "addresses_assistant", "split_sentences"]
 

@@ -62,11 +62,13 @@ import numpy as np
 
 from cortadel_server.config import Settings
 from cortadel_server.errors import CortadelError, RequestCancelled
+from cortadel_server.language.entities import canonical_entity
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.decide import decide, slot_query
-from cortadel_server.pipeline.enrich import ENRICH, Enricher, canonical_entity
-from cortadel_server.pipeline.extract import Extractor, build_extractor
+from cortadel_server.pipeline.enrich import ENRICH, Enricher
+from cortadel_server.pipeline.extract import Extractor
+from cortadel_server.pipeline.extractors import build_extractor
 from cortadel_server.pipeline.llm import ExtractionFailed, LlmJudge
 from cortadel_server.pipeline.model import (
     Candidate,

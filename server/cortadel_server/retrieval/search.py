@@ -18,7 +18,7 @@ import numpy as np
 
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
-from cortadel_server.retrieval.arms import ARMS, Arm, ArmContext
+from cortadel_server.retrieval.arms import ARMS, Arm, ArmConfig, ArmContext
 from cortadel_server.retrieval.fusion import (
     RRF_K,
     dense_ranks,
@@ -57,14 +57,6 @@ class Fusion(str, Enum):
 
 
 @dataclass(frozen=True)
-class ArmConfig:
-    arm: Arm
-    weight: float = 1.0
-    #: how many candidates the arm fetches before fusion (over-fetch: fusion needs depth)
-    limit: int = 50
-
-
-@dataclass(frozen=True)
 class SearchConfig:
     arms: tuple[ArmConfig, ...]
     fusion: Fusion = Fusion.RRF
@@ -78,7 +70,7 @@ class SearchConfig:
     #: score factor of memories that end in a question, over the head (1.0: off); see weigh_questions
     question_weight: float = 1.0
     #: the session arm's settings when a request asks for it and the recipe has none
-    session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.2)
+    session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.2)  # noqa: RUF009 - frozen, so sharing it is safe
 
     def for_request(self, request: SearchRequest) -> SearchConfig:
         """This recipe with the request's switches applied (``include_session_arm``)."""
@@ -102,9 +94,18 @@ HYBRID = SearchConfig(
 )
 TEXT_ONLY = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
 VECTOR_ONLY = SearchConfig(arms=(ArmConfig(Arm.VECTOR),))
+#: Every arm: hybrid plus the entity (graph) and time arms, and the neighbours of the best hits,
+#: each at the setting measured for it. For questions that name people, places and dates. Measured
+#: one by one over the default on LoCoMo, none of them paid (that data rarely needs them;
+#: docs/benchmarks.md), so this recipe is asked for by name, never the default.
+DEEP = dataclasses.replace(
+    HYBRID,
+    arms=(*HYBRID.arms, ArmConfig(Arm.ENTITY, weight=0.1), ArmConfig(Arm.TIME, weight=0.3)),
+    neighbours=NeighbourConfig(depth=1, share=0.2),
+)
 
 #: request ``mode`` → recipe
-RECIPES: Mapping[str, SearchConfig] = {"hybrid": HYBRID, "text": TEXT_ONLY, "vector": VECTOR_ONLY}
+RECIPES: Mapping[str, SearchConfig] = {"hybrid": HYBRID, "text": TEXT_ONLY, "vector": VECTOR_ONLY, "deep": DEEP}
 
 
 @dataclass
@@ -139,7 +140,7 @@ class Retriever:
         found: dict[str, list[ScoredId]] = {}
         for arm_config in config.arms:
             started = time.perf_counter()
-            found[arm_config.arm.value] = ARMS[arm_config.arm](ctx, max(arm_config.limit, request.top_k))
+            found[arm_config.arm.value] = ARMS[arm_config.arm](ctx, arm_config, max(arm_config.limit, request.top_k))
             timings[f"{arm_config.arm.value}_ms"] = _ms(started)
 
         started = time.perf_counter()

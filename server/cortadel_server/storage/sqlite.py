@@ -630,7 +630,7 @@ class SqliteStorage(Storage):
     def requeue_running_jobs(self) -> int:
         """Jobs a previous process claimed but never finished go back to the queue."""
         with self.write():
-            count = self._rows("SELECT count(*) FROM jobs WHERE status = 'running'")[0][0]
+            count = int(self._rows("SELECT count(*) FROM jobs WHERE status = 'running'")[0][0])
             self._exec("UPDATE jobs SET status = 'queued' WHERE status = 'running'")
             return count
 
@@ -649,7 +649,7 @@ class SqliteStorage(Storage):
                 )
 
     def pending_jobs(self) -> int:
-        return self._rows("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0]
+        return int(self._rows("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0])
 
     # -- vectors ---------------------------------------------------------------------------------
     def _meta(self, key: str) -> str | None:
@@ -735,7 +735,7 @@ class SqliteStorage(Storage):
         return True
 
     def count_memories(self) -> int:
-        return self._rows("SELECT count(*) FROM memories")[0][0]
+        return int(self._rows("SELECT count(*) FROM memories")[0][0])
 
     def file_size(self) -> int:
         """Bytes on disk: the database file plus its WAL."""

@@ -77,7 +77,7 @@ class UserVectors:
 def cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Dot products of unit vectors. einsum, not BLAS: a multi-threaded BLAS matrix-vector product
     is ten times slower on a busy two-core machine than this single-threaded loop."""
-    return np.einsum("ij,j->i", matrix, query)
+    return np.asarray(np.einsum("ij,j->i", matrix, query))
 
 
 class VectorCache:

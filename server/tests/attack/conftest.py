@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from cortadel_server.testing import ServerProcess, running_server
 
 from attack import budget
+from cortadel_server.testing import ServerProcess, running_server
 
 AUTH_SECRET = "attack-secret-not-for-production"
 TALLY = pytest.StashKey[Counter[str]]()

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from cortadel_server.testing import ServerProcess
 
 from attack import budget
+from cortadel_server.testing import ServerProcess
 
 VOCABULARY = ["harbour", "violin", "cactus", "meteor", "lantern", "quartz", "falcon", "tundra", "orchid", "saffron", "glacier", "mosaic", "compass", "walnut", "beacon", "cobalt", "ember", "fjord", "juniper", "kettle"]
 

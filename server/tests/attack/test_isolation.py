@@ -19,11 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
-from cortadel_server.testing import ServerProcess
 from mcp import Client
 
 from attack import budget
 from attack.sessions import bearer, mcp_session
+from cortadel_server.testing import ServerProcess
 
 pytestmark = pytest.mark.anyio
 

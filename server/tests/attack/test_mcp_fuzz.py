@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from cortadel_server.testing import ServerProcess
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from mcp import Client
 
 from attack import budget
 from attack.sessions import mcp_session
+from cortadel_server.testing import ServerProcess
 
 Drawn = tuple[dict[str, Any], str | None]  # (arguments, the bad argument or None)
 

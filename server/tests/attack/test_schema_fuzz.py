@@ -16,8 +16,6 @@ from pathlib import Path
 
 import requests
 import schemathesis
-from cortadel_server.auth import mint_key
-from cortadel_server.testing import ServerProcess
 from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
 from schemathesis import Case, GenerationMode
@@ -32,6 +30,8 @@ from schemathesis.specs.openapi.checks import (
 
 from attack import budget
 from attack.conftest import AUTH_SECRET
+from cortadel_server.auth import mint_key
+from cortadel_server.testing import ServerProcess
 
 SPEC = Path(__file__).resolve().parents[3] / "spec" / "openapi.json"
 CONFORMANCE = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,

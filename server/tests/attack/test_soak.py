@@ -15,9 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cortadel_server.testing import running_server
 
 from attack import budget
+from cortadel_server.testing import running_server
 
 CLIENTS = 4
 WORDS = ["tea", "coffee", "Lisbon", "Berlin", "nurse", "pilot", "garden", "violin", "marathon", "Tuesday", "release", "deploy"]

@@ -31,7 +31,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 __all__ = ["RecordedRequest", "Reply", "ScriptedOpenAI", "free_port"]
 
@@ -145,7 +145,7 @@ class ScriptedOpenAI:
         return self.base_url + "/v1"
 
     # -- lifecycle --------------------------------------------------------------------------
-    def start(self) -> ScriptedOpenAI:
+    def start(self) -> Self:
         scripted = self
         self._stopping.clear()
 
@@ -174,7 +174,7 @@ class ScriptedOpenAI:
             self._thread.join()
             self._httpd = None
 
-    def __enter__(self) -> ScriptedOpenAI:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -232,7 +232,7 @@ class ScriptedOpenAI:
             return Reply.error(500, f"scripted server: nothing scripted for {request.path}")
         try:
             return handler(request)
-        except Exception as exc:  # reported to the client under test, which then fails loudly
+        except Exception as exc:  # noqa: BLE001 - reported to the client under test, which then fails loudly
             return Reply.error(500, f"scripted server: handler for {request.path} raised {exc!r}")
 
 

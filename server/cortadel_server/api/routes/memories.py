@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import uuid
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from cortadel_server.api import render, schemas
-from cortadel_server.api.deps import Service, authorize, key_user
+from cortadel_server.api.deps import Authorized, QueryUser, QueryUserOrKey, Service
 from cortadel_server.errors import NotFound, ValidationFailed
 from cortadel_server.inputs import parse_instant, parse_memory_type, search_filters
 from cortadel_server.pipeline.budget import WriteBudget
@@ -21,7 +21,7 @@ from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
 
 router = APIRouter(prefix="/api/v1/memories", tags=["Memories"])
 
-ERRORS = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": schemas.ValidationProblemDetails, "description": "Bad Request"},
     401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
     403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
@@ -43,8 +43,9 @@ MemoryIdPath = Annotated[str, Path(alias="memoryId", description="Memory identif
     response_model=schemas.MemoryCreatedResponse,
     responses=ERRORS,
 )
-async def create_memory(body: schemas.CreateMemoryRequest, request: Request, service: Service) -> schemas.MemoryCreatedResponse:
-    authorize(request, body.user_id)
+async def create_memory(
+    body: Authorized[schemas.CreateMemoryRequest], request: Request, service: Service
+) -> schemas.MemoryCreatedResponse:
     budget = WriteBudget()
     add = partial(
         service.add,
@@ -73,9 +74,8 @@ async def create_memory(body: schemas.CreateMemoryRequest, request: Request, ser
     responses=ERRORS,
 )
 async def add_conversation(
-    body: schemas.AddConversationRequest, request: Request, service: Service
+    body: Authorized[schemas.AddConversationRequest], request: Request, service: Service
 ) -> schemas.ConversationIngestResponse:
-    authorize(request, body.user_id)
     budget = WriteBudget()
     add = partial(
         service.add_conversation,
@@ -102,8 +102,7 @@ async def add_conversation(
     response_model=schemas.SearchResponse,
     responses=ERRORS,
 )
-async def search_memories(body: schemas.SearchMemoriesRequest, request: Request, service: Service) -> JSONResponse:
-    authorize(request, body.user_id)
+async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], service: Service) -> JSONResponse:
     mode = body.mode or "hybrid"
     if mode not in RECIPES:
         raise ValidationFailed({"mode": [f"Must be one of {', '.join(RECIPES)}"]})
@@ -142,10 +141,9 @@ async def search_memories(body: schemas.SearchMemoriesRequest, request: Request,
     response_model=schemas.MemoryListPagedResponse,
     responses=ERRORS,
 )
-def list_memories(
-    request: Request,
+async def list_memories(
     service: Service,
-    user_id: Annotated[str, Query(min_length=1, description="User identifier.")],
+    user_id: QueryUser,
     app_id: Annotated[str | None, Query(description="Only memories written by this app.")] = None,
     categories: Annotated[str | None, Query(description="Comma-separated category names.")] = None,
     search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing: every memory passing the filters, in relevance order.")] = None,
@@ -156,7 +154,6 @@ def list_memories(
     known_at: Annotated[str | None, Query(description="Record time: only facts we held at this instant (ISO 8601 or Unix seconds).")] = None,
     memory_type: Annotated[str | None, Query(description="episodic | semantic | procedural; invalid values are ignored.")] = None,
 ) -> schemas.MemoryListPagedResponse:
-    authorize(request, user_id)
     filters = MemoryFilters(
         app_name=app_id or None,
         categories=tuple(c.strip() for c in (categories or "").split(",") if c.strip()),
@@ -165,7 +162,9 @@ def list_memories(
         known_at=parse_instant(known_at, "known_at"),
         memory_type=memory_type if memory_type in MEMORY_TYPES else None,
     )
-    records, total = service.list_memories(user_id, filters, offset=(page - 1) * size, limit=size, search_query=search_query)
+    records, total = await service.workers.read(
+        partial(service.list_memories, user_id, filters, offset=(page - 1) * size, limit=size, search_query=search_query)
+    )
     return schemas.MemoryListPagedResponse(
         items=[render.list_item(m) for m in records],
         total=total,
@@ -173,13 +172,6 @@ def list_memories(
         size=size,
         pages=math.ceil(total / size) if total else 0,
     )
-
-
-def _user_for_get(request: Request, user_id: str | None) -> str:
-    user = user_id or key_user(request)
-    if not user:
-        raise ValidationFailed({"user_id": ["The user_id query parameter is required"]})
-    return authorize(request, user)
 
 
 def _memory_id(memory_id: str) -> str:
@@ -197,14 +189,8 @@ def _memory_id(memory_id: str) -> str:
     response_model=schemas.MemoryDetailResponse,
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
-def get_memory(
-    memory_id: MemoryIdPath,
-    request: Request,
-    service: Service,
-    user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
-) -> schemas.MemoryDetailResponse:
-    user = _user_for_get(request, user_id)
-    return render.detail(service.get(user, _memory_id(memory_id)))
+async def get_memory(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryDetailResponse:
+    return render.detail(await service.workers.read(service.get, user_id, _memory_id(memory_id)))
 
 
 @router.get(
@@ -214,14 +200,8 @@ def get_memory(
     response_model=schemas.MemoryHistoryResponse,
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
-def memory_history(
-    memory_id: MemoryIdPath,
-    request: Request,
-    service: Service,
-    user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
-) -> schemas.MemoryHistoryResponse:
-    user = _user_for_get(request, user_id)
-    return render.history(memory_id, service.history(user, _memory_id(memory_id)))
+async def memory_history(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryHistoryResponse:
+    return render.history(memory_id, await service.workers.read(service.history, user_id, _memory_id(memory_id)))
 
 
 @router.delete(
@@ -231,7 +211,6 @@ def memory_history(
     response_model=schemas.DeleteMemoriesResponse,
     responses=ERRORS,
 )
-def delete_memories(body: schemas.DeleteMemoriesRequest, request: Request, service: Service) -> schemas.DeleteMemoriesResponse:
-    authorize(request, body.user_id)
-    count = service.delete(body.user_id, body.memory_ids)
+async def delete_memories(body: Authorized[schemas.DeleteMemoriesRequest], service: Service) -> schemas.DeleteMemoriesResponse:
+    count = await service.workers.write(partial(service.delete, body.user_id, body.memory_ids))
     return schemas.DeleteMemoriesResponse(message=f"Deleted {count} {'memory' if count == 1 else 'memories'}")

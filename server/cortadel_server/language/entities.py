@@ -10,12 +10,39 @@ Deterministic and cheap: capitalised spans, a few context cues for the kind, and
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from cortadel_server.pipeline.model import EntityKind, EntityMention
+__all__ = [
+    "EntityKind",
+    "EntityMention",
+    "canonical_entity",
+    "entity_key",
+    "find_entities",
+    "link_entity",
+    "mentions_entity",
+    "same_entity",
+]
 
-__all__ = ["entity_key", "find_entities", "link_entity", "mentions_entity", "same_entity"]
+
+class EntityKind(str, enum.Enum):
+    PERSON = "person"
+    PLACE = "place"
+    ORG = "org"
+    PROJECT = "project"
+    THING = "thing"
+
+
+@dataclass(frozen=True)
+class EntityMention:
+    """A named thing a fact mentions; `key` is the folded identity used to link aliases."""
+
+    name: str
+    kind: EntityKind
+    key: str
+
 
 ALIASES = {
     "nyc": "new york city", "ny": "new york", "sf": "san francisco", "la": "los angeles",
@@ -163,3 +190,20 @@ def mentions_entity(text: str, target: str, mentions: Sequence[EntityMention] | 
         return True
     key = entity_key(target)
     return bool(key) and re.search(rf"\b{re.escape(key)}\b", entity_key(text)) is not None
+
+
+def canonical_entity(name: str, known: dict[str, str]) -> str:
+    """The canonical name of an existing entity of the user that `name` denotes, else its own key.
+
+    `known` maps every alias (lower case) to its canonical name, as ``Storage.entity_names`` gives.
+    """
+    key = entity_key(name)
+    for alias in (key, name.lower()):
+        if alias in known:
+            return known[alias]
+    for alias, canonical in known.items():
+        # Aliases are stored in lower case; a short one may be an initialism ("ibm" for "IBM").
+        written = alias.upper() if alias.isalpha() and len(alias) <= 6 else alias
+        if same_entity(name, alias) or same_entity(name, written):
+            return canonical
+    return key

@@ -1,0 +1,112 @@
+"""`cortadel serve` on PostgreSQL: a bad database stops it at start with one line, and several
+server processes on one database behave as one server (stateless replicas)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cortadel_server.testing import ServerProcess
+from cortadel_server.testing_postgres import postgres_server, scratch_database
+
+
+def start_failure(database_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cortadel_server", "serve", "--port", "0", "--data", str(tmp_path / "unused.db")],
+        env={**os.environ, "CORTADEL_DATABASE_URL": database_url}, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_an_unreachable_database_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    done = start_failure("postgresql://cortadel:secret@127.0.0.1:1/memories", tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith(
+        "cortadel: CORTADEL_DATABASE_URL: cannot connect to postgresql://cortadel@127.0.0.1:1/memories: "
+    )
+    assert "Connection refused" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "secret" not in done.stderr  # the password is never shown
+
+
+def test_a_database_without_pgvector_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    # A role that may not create the (untrusted) vector extension, owning a database without it.
+    server = postgres_server()
+    server.psql("DO $$ BEGIN CREATE ROLE plain LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    name = scratch_database("novector").split("@/", 1)[1].split("?", 1)[0]
+    server.psql(f"ALTER DATABASE {name} OWNER TO plain")
+    url = server.get_uri(name).replace("postgresql://postgres:", "postgresql://plain:")
+    done = start_failure(url, tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "cortadel: CORTADEL_DATABASE_URL: the database has no usable pgvector extension (permission denied to "
+        'create extension "vector"); install pgvector on the server, or run CREATE EXTENSION vector as a superuser\n'
+    )
+
+
+def test_an_unknown_scheme_is_refused_at_start(tmp_path: Path) -> None:
+    done = start_failure("mysql://db/memories", tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "cortadel: CORTADEL_DATABASE_URL: unsupported scheme in 'mysql' (expected sqlite:///path or postgresql://…)\n"
+    )
+
+
+FACTS = [  # (fact, a query that finds it)
+    ("My sister Mara lives in Reykjavik.", "Where does Mara live?"),
+    ("The wifi password at the cabin is pinecone42.", "cabin wifi password"),
+    ("I am allergic to hazelnuts.", "hazelnuts allergy"),
+    ("Our team standup is at 9:15 every weekday.", "when is standup"),
+    ("My bike is a green Bianchi from 2019.", "green Bianchi bike"),
+]
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServerProcess]]:
+    url = scratch_database("replicas")
+    folder = tmp_path_factory.mktemp("replicas")
+    servers = [ServerProcess(folder / f"unused-{i}.db", database_url=url) for i in range(2)]
+    try:
+        for server in servers:
+            server.start()
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_a_write_through_one_replica_is_found_through_the_other_at_once(replicas: list[ServerProcess]) -> None:
+    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas)
+    with a, b:
+        for text, query in FACTS:
+            added = a.post("/api/v1/memories", json={"user_id": "shared", "text": text, "infer": False})
+            assert added.status_code == 200 and added.json()["event"] == "ADD"
+            found = b.post("/api/v1/memories/search", json={"user_id": "shared", "query": query, "top_k": 1})
+            assert found.status_code == 200
+            assert [r["id"] for r in found.json()["results"]] == [added.json()["id"]]
+            assert found.json()["results"][0]["content"] == text
+        listed = b.get("/api/v1/memories", params={"user_id": "shared"})
+        assert listed.json()["total"] == 5
+
+
+def test_identical_concurrent_adds_over_two_replicas_leave_one_row(replicas: list[ServerProcess]) -> None:
+    body = {"user_id": "racer", "text": "My locker code is 4471."}
+
+    def add(i: int) -> tuple[int, str]:
+        response = httpx.post(f"{replicas[i % 2].base_url}/api/v1/memories", json=body, timeout=60)
+        return response.status_code, response.json()["event"]
+
+    with ThreadPoolExecutor(20) as pool:
+        outcomes = list(pool.map(add, range(20)))
+    assert sorted(outcomes) == [(200, "ADD")] + [(200, "SKIP_DUPLICATE")] * 19
+    for server in replicas:
+        listed = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": "racer"}, timeout=30).json()
+        assert listed["total"] == 1
+        assert listed["items"][0]["content"] == "User's locker code is 4471."
