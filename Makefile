@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install lock test-python test-node test-attack spec bench-locomo bench-perf bench-pipeline clean
+.PHONY: run test install lock test-python test-node test-attack test-container spec bench-locomo bench-perf bench-pipeline bench-starvation clean
 
 run: $(VENV)/.installed
 	$(BIN)/cortadel serve
@@ -48,6 +48,15 @@ test-node: node_modules/.installed $(VENV)/.installed
 test-attack: $(VENV)/.installed
 	cd server && ../$(BIN)/python -m pytest tests/attack --attack-long
 
+# The container image built and run under podman (docs/deploy.md). Needs root and apt, which
+# `make test` does not: it installs podman and makes a Debian base image once, in the cache.
+CONTAINER_CACHE ?= $(HOME)/.cache/cortadel/container
+CONTAINER_BASE  := localhost/cortadel-base:bookworm
+test-container: $(VENV)/.installed
+	CORTADEL_CONTAINER_CACHE=$(CONTAINER_CACHE) CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) deploy/tests/prepare-podman.sh
+	CONTAINERS_CONF=$(CONTAINER_CACHE)/containers.conf CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) \
+		$(BIN)/python -m pytest deploy/tests -q -s -p no:cacheprovider
+
 # Regenerate the committed OpenAPI document from the server's code.
 spec: $(VENV)/.installed
 	$(BIN)/cortadel openapi -o spec/openapi.json
@@ -71,6 +80,9 @@ bench-perf: $(VENV)/.installed
 
 bench-pipeline: $(VENV)/.installed
 	$(BIN)/python -m bench.pipeline
+
+bench-starvation: $(VENV)/.installed
+	$(BIN)/python -m bench.starvation
 
 clean:
 	rm -rf $(VENV) .lock-venv node_modules */node_modules */*/node_modules

@@ -31,9 +31,9 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
+from cortadel_server.language.timeexpr import find_time
 from cortadel_server.pipeline.model import Turn
 from cortadel_server.pipeline.rules import RulesExtractor
-from cortadel_server.language.timeexpr import find_time
 
 from bench.server import REPO_ROOT
 

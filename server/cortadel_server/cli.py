@@ -8,11 +8,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cortadel_server import __version__
 from cortadel_server.config import Settings
 from cortadel_server.errors import ConfigError, CortadelError
 from cortadel_server.logs import configure_logging
+
+if TYPE_CHECKING:
+    from cortadel_server.storage.sqlite_backup import BackupCopy
 
 log = logging.getLogger("cortadel")
 
@@ -93,6 +97,37 @@ def cmd_delete_user(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sqlite_database(settings: Settings, command: str) -> Path:
+    if settings.postgres_url is not None:
+        raise ConfigError(
+            f"cortadel {command}: works on the SQLite file; with PostgreSQL (CORTADEL_DATABASE_URL) use "
+            "pg_dump and pg_restore (docs/deploy.md)"
+        )
+    return settings.database_path
+
+
+def _report(copy: BackupCopy) -> None:
+    print(json.dumps({"file": str(copy.path), "bytes": copy.bytes, "memories": copy.memories, "seconds": copy.seconds}, indent=2))
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from cortadel_server.storage.sqlite_backup import backup_database
+
+    database = _sqlite_database(_settings(args), "backup")
+    _report(backup_database(database, Path(args.file)))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from cortadel_server.storage.sqlite_backup import restore_database
+
+    database = _sqlite_database(_settings(args), "restore")
+    if database.exists() and not args.force:
+        raise ConfigError(f"cortadel restore: {database} exists; pass --force to replace it with {args.file}")
+    _report(restore_database(Path(args.file), database))
+    return 0
+
+
 def cmd_version(args: argparse.Namespace) -> int:
     print(f"cortadel {__version__}")
     return 0
@@ -141,6 +176,13 @@ def parser() -> argparse.ArgumentParser:
     delete_user = with_data(sub.add_parser("delete-user", help="erase everything of one user and print the receipt"))
     delete_user.add_argument("user_id")
     delete_user.set_defaults(func=cmd_delete_user)
+    backup = with_data(sub.add_parser("backup", help="copy the SQLite database to a file, online (writes go on meanwhile)"))
+    backup.add_argument("file", help="the backup file to write (replaced if it exists)")
+    backup.set_defaults(func=cmd_backup)
+    restore = with_data(sub.add_parser("restore", help="put a backup in place of the SQLite database (the server stopped)"))
+    restore.add_argument("file", help="a file written by `cortadel backup`")
+    restore.add_argument("--force", action="store_true", help="replace an existing database")
+    restore.set_defaults(func=cmd_restore)
     sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
 
     openapi = sub.add_parser("openapi", help="write the generated OpenAPI spec")

@@ -5,15 +5,16 @@
     ├── StorageError           the database failed (translated from apsw / psycopg)
     │   └── DimensionMismatch  stored vectors have another dimension than the embedder
     ├── ProviderError          an embedder, reranker or LLM failed or timed out
-    │   └── MissingDependency  an optional package for a provider is not installed
-    └── RequestError           the caller's fault; carries the HTTP status and error code
-        ├── NotFound           404 not_found
-        ├── Unauthorized       401 unauthorized
-        ├── Forbidden          403 forbidden
-        ├── ValidationFailed   400 validation_error, with per-field messages
-        └── PayloadTooLarge    413 payload_too_large
-            └── BudgetExceeded 413: extracting facts would take longer than CORTADEL_WRITE_BUDGET
-    RequestCancelled           the client went away: the request's remaining work is dropped
+    │   ├── MissingDependency  an optional package for a provider is not installed
+    │   └── ExtractionFailed   the LLM extracted no facts and no fallback extractor is configured
+    ├── RequestError           the caller's fault; carries the HTTP status and error code
+    │   ├── NotFound           404 not_found
+    │   ├── Unauthorized       401 unauthorized
+    │   ├── Forbidden          403 forbidden
+    │   ├── ValidationFailed   400 validation_error, with per-field messages
+    │   └── PayloadTooLarge    413 payload_too_large
+    │       └── BudgetExceeded 413: extracting facts would take longer than CORTADEL_WRITE_BUDGET
+    └── RequestCancelled       the client went away: the request's remaining work is dropped
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ class ProviderError(CortadelError):
 
 class MissingDependency(ProviderError):
     """An optional dependency of a provider is not installed."""
+
+
+class ExtractionFailed(ProviderError):
+    """The LLM could not extract facts and no fallback extractor is configured."""
 
 
 class RequestError(CortadelError):

@@ -16,6 +16,7 @@ from typing import Any
 from cortadel_server import __version__
 from cortadel_server.config import Settings
 from cortadel_server.errors import DimensionMismatch, NotFound
+from cortadel_server.metrics import Metrics
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.writer import ConversationTurn, WriteOutcome, Writer
 from cortadel_server.providers import build_embedder, build_reranker
@@ -50,10 +51,11 @@ class MemoryService:
     def __init__(self, settings: Settings, storage: Storage, embedder: Embedder, reranker: Reranker | None) -> None:
         self.settings = settings
         self.storage = storage
-        self.embedder = embedder
-        self.reranker = reranker
-        self.retriever = Retriever(storage, embedder, reranker)
-        self.writer = Writer.from_settings(settings, storage, embedder, self.retriever)
+        self.metrics = Metrics(storage)
+        self.embedder = self.metrics.watch_embedder(embedder)
+        self.reranker = self.metrics.watch_reranker(reranker)
+        self.retriever = Retriever(storage, self.embedder, self.reranker, observe_timings=self.metrics.observe_search)
+        self.writer = Writer.from_settings(settings, storage, self.embedder, self.retriever, watch_chat=self.metrics.watch_chat)
         #: the front doors run writes, searches and health checks here, each kind in its own pool
         self.workers = WorkerPools(writes=settings.write_workers, reads=settings.read_workers)
         #: one re-embedding run at a time (a reindex request, the startup repair)
@@ -126,7 +128,7 @@ class MemoryService:
         source: str = "add",
         budget: WriteBudget | None = None,
     ) -> WriteOutcome:
-        return self.writer.add_text(
+        outcome = self.writer.add_text(
             user_id,
             text,
             infer=infer,
@@ -140,6 +142,8 @@ class MemoryService:
             at=at,
             budget=budget,
         )
+        self.metrics.count_writes(o.event for o in outcome.extra.get("results", [outcome]))
+        return outcome
 
     def add_conversation(
         self,
@@ -154,7 +158,7 @@ class MemoryService:
         transcript_path: str | None = None,
         budget: WriteBudget | None = None,
     ) -> list[WriteOutcome]:
-        return self.writer.add_conversation(
+        outcomes = self.writer.add_conversation(
             user_id,
             turns,
             is_agent_memory=is_agent_memory,
@@ -165,6 +169,8 @@ class MemoryService:
             transcript_path=transcript_path,
             budget=budget,
         )
+        self.metrics.count_writes(o.event for o in outcomes)
+        return outcomes
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         return self.storage.delete_memories(user_id, ids)

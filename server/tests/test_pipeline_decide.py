@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
+from cortadel_server.config import Settings
 from cortadel_server.pipeline.decide import decide, normalize, shape, slot_query
 from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
+from cortadel_server.providers import build_embedder
 
 NOW = datetime(2026, 6, 15, tzinfo=UTC)
 
@@ -109,3 +112,58 @@ def test_slot_queries_name_every_way_of_saying_the_slot() -> None:
     assert slot_query("User moved to Paris last month.") == "user lives live living moved relocated based resides address home city"
     assert slot_query("User's wife works at Google.") == "user's wife works work working joined employed job company employer"
     assert slot_query("User likes coffee.") is None
+
+
+EMBEDDER = build_embedder(Settings.from_env({}))
+
+
+def similarity(a: str, b: str) -> float:
+    """Cosine similarity from the default embedder, as the writer's vector search reports it."""
+    va, vb = EMBEDDER.embed([a, b])
+    return float(np.dot(va, vb) / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "event"),
+    [
+        ("User's dog is called Rex.", "User has a dog named Rex.", Event.SKIP_DUPLICATE),
+        ("User is employed by Google.", "User works at Google.", Event.SKIP_DUPLICATE),
+        # Close for the embedder, but another person, another polarity, another slot or an addition:
+        ("User's brother lives in Porto.", "User's sister lives in Porto.", Event.ADD),
+        ("User's wife likes tea.", "User likes tea.", Event.ADD),
+        ("User dislikes tea.", "User likes tea.", Event.SUPERSEDE),
+        ("User lives in Lyon.", "User is from Lyon.", Event.ADD),
+        ("User likes green tea too.", "User likes tea.", Event.ADD),
+        ("User's flight is on 14 July.", "User's flight is on 12 July.", Event.SUPERSEDE),
+    ],
+)
+def test_paraphrases_are_duplicates_only_when_nothing_that_tells_facts_apart_differs(new: str, old: str, event: Event) -> None:
+    score = similarity(new, old)
+    assert score > 0.8  # the embedder alone would merge every one of these
+    assert decide(candidate(new), [Neighbour("m1", old, score)]).event is event
+
+
+def test_a_named_replacement_supersedes_the_fact_that_mentions_it_for_the_same_person() -> None:
+    facts = [Neighbour("sister", "User's sister lives in Lisbon.", 0.6), Neighbour("own", "User lives in Lisbon.", 0.5)]
+    decision = decide(candidate("User lives in Porto.", target="Lisbon"), facts)
+    assert decision == Decision(Event.SUPERSEDE, ("own",), "replaces Lisbon")
+    switched = decide(candidate("User switched from VS Code to Neovim.", target="VS Code"), [Neighbour("m1", "User uses VS Code.", 0.4)])
+    assert switched == Decision(Event.SUPERSEDE, ("m1",), "replaces VS Code")
+    nothing = decide(candidate("User is from Lyon.", target="Lille"), [Neighbour("m1", "User likes tea.", 0.2)])
+    assert (nothing.event, nothing.uncertain) == (Event.ADD, "said to replace 'Lille', which no current fact names")
+
+
+def test_a_cessation_supersedes_what_stopped_and_only_that() -> None:
+    gym = Neighbour("gym", "User goes to the gym every morning.", 0.6)
+    assert decide(candidate("User stopped going to the gym."), [gym]) == Decision(Event.SUPERSEDE, ("gym",), "stopped")
+    assert decide(candidate("User gave up the piano."), [Neighbour("p", "User plays the piano.", 0.5)]).event is Event.SUPERSEDE
+    assert decide(candidate("User stopped eating meat."), [Neighbour("f", "User eats fish.", 0.6)]).event is Event.ADD
+    assert decide(candidate("User's sister quit smoking."), [Neighbour("s", "User smokes.", 0.6)]).event is Event.ADD
+
+
+def test_the_person_of_a_fact_is_the_head_of_its_possessive() -> None:
+    assert shape("User's sister lives in Porto.").people == frozenset({"sister"})
+    assert shape("User's daughter's name is Ava.").people == frozenset({"daughter"})
+    assert shape("User's son Leo just turned 7.").people == frozenset({"son"})
+    assert shape("User's mum lives in Cebu.").people == shape("User's mom lives in Manila.").people == frozenset({"mom"})
+    assert shape("User's dentist appointment is on 3 July.").people == frozenset()

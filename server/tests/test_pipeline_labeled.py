@@ -1,7 +1,8 @@
-"""The labeled conversation set, run through the rules extractor and decide().
+"""The labeled conversation set (the development part), run through the rules extractor and decide().
 
 Each conversation starts from its own `known` facts; an in-memory list of current facts stands in
-for storage and receives each decision in order, the way the writer applies them. Every expected
+for storage and receives each decision in order, the way the writer applies them, each offered to
+decide() with its similarity from the default (bundled) embedder. Every expected
 fact, event, target, memory type, valid time and turn uuid must come out exactly.
 """
 
@@ -14,18 +15,21 @@ from typing import Any
 
 import pytest
 
+from cortadel_server.config import Settings
 from cortadel_server.pipeline.labeled import replay, score
 from cortadel_server.pipeline.model import Turn
 from cortadel_server.pipeline.rules import RulesExtractor
+from cortadel_server.providers import build_embedder
 
 DATA = json.loads((Path(__file__).parent / "data" / "pipeline_labeled.json").read_text())
 SAID_AT = datetime.fromisoformat(DATA["said_at"])
 EXTRACTOR = RulesExtractor()
+EMBEDDER = build_embedder(Settings.from_env({}))
 CASES = DATA["conversations"]
 
 
 def run(case: dict[str, Any]) -> list[dict[str, Any]]:
-    return replay(case, EXTRACTOR, SAID_AT)
+    return replay(case, EXTRACTOR, SAID_AT, EMBEDDER)
 
 
 def comparable(produced: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
@@ -39,7 +43,7 @@ def expected_of(label: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_set_is_large_and_covers_every_verb() -> None:
-    assert len(CASES) >= 40
+    assert len(CASES) >= 80
     events = {e["event"] for case in CASES for e in case["expect"]}
     assert events == {"ADD", "SKIP_DUPLICATE", "TOUCH", "SUPERSEDE", "INVALIDATE", "RESOLVE", "DELETE_ENTITY"}
     assert sum(1 for case in CASES if not case["expect"]) >= 8  # conversations that must yield nothing

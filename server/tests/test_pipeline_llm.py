@@ -12,10 +12,10 @@ import httpx
 import pytest
 from support.scripted_openai import Reply, ScriptedOpenAI
 
+from cortadel_server.errors import ExtractionFailed
 from cortadel_server.pipeline.decide import decide
 from cortadel_server.pipeline.llm import (
     FACTS_SCHEMA,
-    ExtractionFailed,
     LlmExtractor,
     LlmJudge,
 )

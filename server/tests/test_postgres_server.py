@@ -20,7 +20,7 @@ from cortadel_server.testing_postgres import postgres_server, scratch_database
 def start_failure(database_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "cortadel_server", "serve", "--port", "0", "--data", str(tmp_path / "unused.db")],
-        env={**os.environ, "CORTADEL_DATABASE_URL": database_url}, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "CORTADEL_DATABASE_URL": database_url}, capture_output=True, text=True, timeout=60, check=False,
     )
 
 

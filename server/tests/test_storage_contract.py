@@ -255,7 +255,7 @@ def test_entities_link_score_and_leave_with_their_last_memory(store: Storage) ->
 
 
 # -- jobs ----------------------------------------------------------------------------------------
-def test_jobs_are_claimed_once_retried_and_requeued(opener: Callable[[], Storage]) -> None:
+def test_jobs_are_claimed_once_retried_and_taken_over_from_a_dead_claimer(opener: Callable[[], Storage]) -> None:
     store, other = opener(), opener()
     store.enqueue_job("enrich", "u1", "m1", {"n": 1})
     store.enqueue_job("enrich", "u2", None, {"n": 2})
@@ -271,8 +271,14 @@ def test_jobs_are_claimed_once_retried_and_requeued(opener: Callable[[], Storage
     assert store.claim_job(now) is None  # not due yet
     again = store.claim_job(now + 100)
     assert again is not None and (again.id, again.attempts) == (first.id, 2)
-    assert store.requeue_running_jobs() == 2  # both claimed, neither finished
     store.finish_job(first.id)
+    other.close()  # the process running the second job dies
+    deadline = time.monotonic() + 5
+    while (requeued := store.requeue_running_jobs()) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # the database notices a closed connection a moment later
+    assert requeued == 1
+    retried = store.claim_job(now)
+    assert retried is not None and (retried.id, retried.attempts) == (second.id, 2)
     store.fail_job(second.id, "gave up", retry_at=None)
     assert store.claim_job(now + 1000) is None
 

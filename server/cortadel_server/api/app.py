@@ -16,7 +16,8 @@ from cortadel_server.api.middleware import (
     KeyUserDefaultMiddleware,
     RequestIdMiddleware,
 )
-from cortadel_server.api.routes import debug, health, memories, users
+from cortadel_server.api.request_metrics import RequestMetricsMiddleware
+from cortadel_server.api.routes import debug, health, memories, operations, users
 from cortadel_server.config import Settings
 
 KIB = 1024
@@ -62,12 +63,14 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(debug.router)
     app.include_router(users.router)
-    # Added innermost first. A request meets: its request id, the 500 catcher (so a failure in any
-    # later layer still answers the contract's body), the key check (headers only), the body limit,
-    # then the key's user filled in as the default user_id.
+    app.include_router(operations.router)
+    # Added innermost first. A request meets: its request id, its timing into the metrics, the 500
+    # catcher (so a failure in any later layer still answers the contract's body), the key check
+    # (headers only), the body limit, then the key's user filled in as the default user_id.
     app.add_middleware(KeyUserDefaultMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit_for=body_limits(settings))
     app.add_middleware(AuthMiddleware, secret=settings.auth_secret, admin_key=settings.admin_key)
     app.add_middleware(InternalErrorMiddleware)
+    app.add_middleware(RequestMetricsMiddleware)
     app.add_middleware(RequestIdMiddleware)
     return app

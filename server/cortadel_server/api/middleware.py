@@ -166,10 +166,10 @@ class AuthMiddleware:
     routes compare it with the user they act for (403 on a mismatch).
     """
 
-    OPEN_PATHS = ("/api/health", "/docs", "/openapi.json", "/redoc")
+    OPEN_PATHS = ("/api/health", "/livez", "/readyz", "/docs", "/openapi.json", "/redoc")
     #: where the admin credential is accepted (marked ``scope["state"]["admin"]``); elsewhere it is
     #: no key at all, so it can never act as a user
-    ADMIN_PATHS = ("/api/v1/debug/", "/api/v1/users/")
+    ADMIN_PATHS = ("/api/v1/debug/", "/api/v1/users/", "/metrics")
 
     def __init__(self, app: ASGIApp, secret: str | None, admin_key: str | None = None) -> None:
         self.app = app

@@ -74,5 +74,5 @@ def caller_of_request(ctx: ServerRequestContext[Any, Any]) -> Caller:
 def mount_mcp(app: FastAPI, service: MemoryService) -> McpHttp:
     """Route ``/mcp/{clientName}/{userId}`` to the MCP endpoint. Run ``.running()`` inside the app's lifespan."""
     endpoint = McpHttp(service)
-    app.router.add_route(PATH, endpoint, include_in_schema=False)  # type: ignore[arg-type]  # an ASGI app, not a function
+    app.router.add_route(PATH, endpoint, name="mcp", include_in_schema=False)  # type: ignore[arg-type]  # an ASGI app, not a function
     return endpoint

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -49,7 +50,11 @@ def build_server(service: MemoryService, caller_of: CallerOf) -> Server[Any]:
         return ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
-        return await call(service, caller_of(ctx), params.name, params.arguments or {})
+        started = time.perf_counter()
+        result = await call(service, caller_of(ctx), params.name, params.arguments or {})
+        tool = params.name if params.name in TOOLS else "unknown"  # a bounded set of metric labels
+        service.metrics.observe_request(f"mcp:{tool}", "error" if result.is_error else "ok", time.perf_counter() - started)
+        return result
 
     return Server(
         "cortadel",

@@ -18,7 +18,7 @@ from cortadel_server.pipeline.decide import decide
 from cortadel_server.pipeline.enrich import Enricher
 from cortadel_server.pipeline.extract import Extractor
 from cortadel_server.pipeline.extractors import build_extractor
-from cortadel_server.pipeline.llm import ExtractionFailed, LlmExtractor, LlmJudge
+from cortadel_server.pipeline.llm import LlmExtractor, LlmJudge
 from cortadel_server.pipeline.model import (
     Candidate,
     Decision,
@@ -37,7 +37,6 @@ __all__ = [
     "Decision",
     "Enricher",
     "Event",
-    "ExtractionFailed",
     "Extractor",
     "Intent",
     "LlmExtractor",

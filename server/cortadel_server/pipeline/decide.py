@@ -10,11 +10,18 @@ Pure and deterministic. The rules, in order:
 * forgetting an entity deletes every fact that mentions it;
 * a statement that says the same thing as a current fact is a duplicate (`TOUCH` when the
   speaker re-confirms it: "yes, I still live in Paris"), never when the polarity differs
-  (the negation guard: "likes coffee" vs "no longer likes coffee");
+  (the negation guard: "likes coffee" vs "no longer likes coffee"). Said in other words, it is a
+  duplicate when the embedder finds the two close (the neighbour's `score`) and nothing that tells
+  facts apart differs: the person it is about ("sister" vs "brother"), the polarity ("likes" vs
+  "dislikes"), numbers and weekdays, names; and it does not say it adds ("also", "too");
+* a statement that names what it replaces (a correction "…, not Lisbon", a switch "from Vim to
+  Emacs", `Candidate.target`) supersedes the current fact about the same person that mentions it;
 * a statement that gives a new value to the same slot supersedes the old fact: the same subject
   living, working, being called, being aged, liking something; the same sentence with another
-  number or weekday; the same sentence negated;
-* anything else is new.
+  number or weekday; the same sentence negated; a cessation ("stopped running", "quit coffee",
+  "gave up the piano") of what a current fact says is done;
+* anything else is new. When it came close to a current fact without matching it, the decision
+  says so (`uncertain`): it is stored, never dropped, with the doubt recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +40,11 @@ from cortadel_server.pipeline.rewrite import expand_contractions
 __all__ = ["FactShape", "decide", "normalize", "shape", "slot_query"]
 
 DUPLICATE_SIMILARITY = 0.8
+# Embedding similarity (cosine) above which two statements that agree on everything that tells
+# facts apart are the same fact; without a name or number to check, the bar is higher.
+SEMANTIC_DUPLICATE = 0.82
+SEMANTIC_DUPLICATE_UNANCHORED = 0.9
+UNCERTAIN_SIMILARITY = 0.75
 AMBIGUOUS_SIMILARITY = 0.5
 TARGET_COVERAGE = 0.6
 
@@ -42,7 +54,7 @@ FILLERS = re.compile(
 )
 NEGATION = re.compile(
     r"\b(?:(?:does|do|did|is|are|was|were|has|have|had|can|will|would) not|cannot|not|never|no longer|"
-    r"no more|stopped|quit|used to)\b"
+    r"no more|stopped|quit|used to|gave up|given up|(?<!-)left(?!-))\b"
 )
 STOPWORDS = frozenset(
     ["a", "an", "the", "to", "in", "at", "on", "of", "for", "with", "and", "or", "is", "are", "am", "was", "were", "be", "been", "being", "has", "have", "had", "do", "does", "did", "will", "would", "can", "could", "should", "shall", "may", "might", "must", "that", "this", "these", "those", "it", "its", "their", "there", "user", "assistant", "by", "from", "as", "into", "than", "then", "so", "very", "every", "each"]
@@ -50,7 +62,8 @@ STOPWORDS = frozenset(
 # Stems of numbers, clock times and parts of the week: the values a routine is stated with.
 TYPED_VALUE = re.compile(r"^(?:\d+(?:[.,:]\d+)?(?:am|pm|k|km|kg|h|m|%)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend|weekday|morn|even|night)$")
 IRREGULAR = {"went": "go", "goes": "go", "has": "have", "is": "be", "was": "be", "ran": "run", "met": "meet",
-             "ate": "eat", "drank": "drink", "flew": "fly", "bought": "buy", "lived": "live", "wife's": "wife"}
+             "ate": "eat", "drank": "drink", "flew": "fly", "bought": "buy", "lived": "live", "wife's": "wife",
+             "going": "go", "gone": "go", "doing": "do", "done": "do"}
 # Words a target may be phrased with, and the words facts use for the same thing.
 TARGET_SYNONYMS = {
     "address": ("address", "liv", "home"), "home": ("home", "liv", "address"),
@@ -65,6 +78,7 @@ _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                        r"move|relocated|has relocated|settled|is staying|stays?) (?:back )?(?:in|to|at|into|near) (?P<v>.+)$")),
         ("employer", (r"^(?P<s>.+?) (?:(?:works?|is working|has been working|is employed|started working|got a (?:new )?job|"
                       r"has a (?:new )?job|took a (?:new )?job|started a (?:new )?job) (?:at|for|by|with)|joined) (?P<v>.+)$")),
+        ("origin", r"^(?P<s>.+?) (?:is|comes?) (?:originally )?from (?P<v>.+)$"),
         ("occupation", r"^(?P<s>.+?) works? as (?:an? )?(?P<v>.+)$"),
         ("name", r"^(?P<s>.+?) (?:is called|goes by|is named|name is) (?P<v>.+)$"),
         ("age", r"^(?P<s>.+?) (?:is|am|turned) (?P<v>\d+)(?: years? old)?$"),
@@ -83,6 +97,19 @@ _COPULAS = frozenset(["is", "are", "am", "was", "were", "has", "have", "had", "b
 _SKIP_BEFORE_VERB = frozenset(["only", "always", "usually", "often", "mostly", "mainly", "generally", "typically"])
 _DISLIKE = re.compile(r"^(?:hates?|dislikes?|detests?|can not stand)$")
 _ATTRIBUTE_NOISE = re.compile(r"\b(?:current|new|old|present|latest|favorite|favourite)\b ?")
+# People a fact can be about other than its speaker: "User's sister lives in Porto" is not about User.
+PEOPLE = frozenset(
+    ["wife", "husband", "partner", "spouse", "girlfriend", "boyfriend", "fiance", "fiancee", "mom", "mother", "dad",
+     "father", "parent", "parents", "son", "daughter", "kid", "kids", "child", "children", "brother", "sister",
+     "sibling", "grandma", "grandmother", "grandpa", "grandfather", "aunt", "uncle", "cousin", "niece", "nephew",
+     "friend", "boss", "manager", "colleague", "coworker", "roommate", "flatmate", "neighbour", "neighbor",
+     "landlord", "doctor", "dentist", "therapist", "coach", "teacher", "ex"]
+)
+_SPELLINGS = {"mum": "mom", "mummy": "mom", "mommy": "mom", "neighbour": "neighbor"}
+# "User's sister lives …", "User's son Leo …", "User's daughter's name": the person is the head of
+# the phrase, not a modifier ("User's dentist appointment" is about User).
+_OWNED = re.compile(r"\b(?:[Uu]ser|[Aa]ssistant)'s ([A-Za-z]+)(?=(?:'s\b|$|[^\w'\s]|\s+(?:[A-Z]|\w+(?:s|ed)\b|(?:is|are|was|were|has|had|have|does|did|will|can|and|not|also|still|just|now)\b)))")
+_ANCHOR = re.compile(r"(?<!^)(?<![.!?] )\b(?:[A-Z][\w'-]*|\w*\d[\w:.]*)")
 _CLOSED = re.compile(r"\b(?:resolved|fixed|closed|done|finished|completed|solved|merged|shipped)\b")
 
 
@@ -99,6 +126,10 @@ class FactShape:
     slot_value: frozenset[str]
     verb: str = ""  # the stem of the main verb after the subject ("drive"), "" for a copula
     changed: bool = False  # says the old state is over: "now", "these days", "switched to", "instead"
+    people: frozenset[str] = frozenset()  # whom besides the speaker it is about: "sister" in "User's sister …"
+    anchors: frozenset[str] = frozenset()  # names and numbers, lower case: what two paraphrases must share
+    words: frozenset[str] = frozenset()  # every word, lower case
+    additive: bool = False  # "also", "too", "as well": says it is another fact
 
 
 def normalize(text: str) -> str:
@@ -131,15 +162,25 @@ def shape(text: str) -> FactShape:
     """The comparison shape of one fact text (cached: neighbours come back again and again)."""
     normal = normalize(text)
     timeless = normal
+    dates = set()
     for span in find_times(normal, _EPOCH):
         timeless = timeless.replace(span.text.lower(), " ")
+        if any(ch.isdigit() for ch in span.text):
+            dates.add(" ".join(span.text.lower().split()))  # "on 4 may" and "on 5 may" are two values
     negative = bool(NEGATION.search(timeless))
     plain = " ".join(NEGATION.sub(" ", timeless).split())
     stems = _stems(plain)
-    values = frozenset(w for w in stems if TYPED_VALUE.match(w))
+    values = frozenset(w for w in stems if TYPED_VALUE.match(w)) | dates
     subject, slot, slot_value, dislike = _slot(plain)
-    changed = bool(_CHANGE.search(text.lower())) and not _ADDITIVE.search(text.lower())
-    return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value, _main_verb(plain), changed)
+    additive = bool(_ADDITIVE.search(text.lower()))
+    changed = bool(_CHANGE.search(text.lower())) and not additive
+    expanded = expand_contractions(text).strip()
+    owned = (_SPELLINGS.get(p.lower(), p.lower()) for p in _OWNED.findall(expanded))
+    people = frozenset(p for p in owned if p in PEOPLE)
+    anchors = frozenset(a.lower().rstrip(".:") for a in _ANCHOR.findall(expanded) if a not in ("User", "Assistant", "I"))
+    words = frozenset(re.findall(r"[\w'.:-]+", normal)) | frozenset(w.rstrip(".:") for w in normal.split())
+    return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value, _main_verb(plain), changed,
+                     people, anchors, words, additive)
 
 
 def _main_verb(plain: str) -> str:
@@ -219,16 +260,24 @@ def decide(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
 def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
     new = shape(candidate.text)
     best_ambiguous = 0.0
+    event = Event.TOUCH if candidate.reconfirm else Event.SKIP_DUPLICATE
+    for n in neighbours:
+        if new.normal == shape(n.text).normal:
+            return Decision(event, (n.id,), "same fact")
+    if candidate.target:
+        # Said to replace something: that comes before any likeness ("engaged to Chris", not "dating Chris").
+        replaced = _find_target(candidate.target, [n for n in neighbours if shape(n.text).people == new.people])
+        if replaced is not None:
+            return Decision(Event.SUPERSEDE, (replaced.id,), f"replaces {candidate.target}")
     for n in neighbours:
         old = shape(n.text)
         agree = new.negative == old.negative and new.values == old.values and new.subject == old.subject
         same_slot = new.slot is not None and new.slot == old.slot
-        if new.normal == old.normal or (
-            agree
-            and (new.slot_value == old.slot_value if same_slot else _similarity(new, old) >= DUPLICATE_SIMILARITY)
-        ):
-            event = Event.TOUCH if candidate.reconfirm else Event.SKIP_DUPLICATE
+        if agree and (new.slot_value == old.slot_value if same_slot else _similarity(new, old) >= DUPLICATE_SIMILARITY):
             return Decision(event, (n.id,), "same fact")
+    for n in neighbours:
+        if _paraphrase(new, shape(n.text), n.score):
+            return Decision(event, (n.id,), f"same fact in other words (similarity {n.score:.2f})")
     for n in neighbours:
         old = shape(n.text)
         reason = _replaces(new, old)
@@ -236,7 +285,28 @@ def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision
             return Decision(Event.SUPERSEDE, (n.id,), reason)
         if new.negative == old.negative:
             best_ambiguous = max(best_ambiguous, _similarity(new, old))
-    return Decision(Event.ADD, (), "new fact", ambiguous=best_ambiguous >= AMBIGUOUS_SIMILARITY)
+    close = [n for n in neighbours if UNCERTAIN_SIMILARITY <= n.score < 1.0]
+    if candidate.target:
+        uncertain = f"said to replace {candidate.target!r}, which no current fact names"
+    elif close:
+        uncertain = f"close to a current fact {close[0].id} (similarity {close[0].score:.2f}) without matching it"
+    else:
+        uncertain = ""
+    return Decision(Event.ADD, (), "new fact", ambiguous=best_ambiguous >= AMBIGUOUS_SIMILARITY, uncertain=uncertain)
+
+
+def _paraphrase(new: FactShape, old: FactShape, similarity: float) -> bool:
+    """The same fact in other words: close in meaning, and equal in everything that tells two facts
+    apart (whom it is about, polarity, numbers, names), and not said as an addition."""
+    if similarity < SEMANTIC_DUPLICATE or new.additive:
+        return False
+    if new.negative != old.negative or new.values != old.values or new.people != old.people:
+        return False
+    if new.slot is not None and old.slot is not None and (new.slot != old.slot or new.slot_value != old.slot_value):
+        return False  # "is from Lyon" is not "lives in Lyon"
+    if not new.anchors <= old.words or not old.anchors <= new.words:
+        return False
+    return similarity >= SEMANTIC_DUPLICATE_UNANCHORED or bool(new.anchors | old.anchors)
 
 
 def _replaces(new: FactShape, old: FactShape) -> str:
@@ -250,6 +320,11 @@ def _replaces(new: FactShape, old: FactShape) -> str:
             return f"new {new.slot}"
     if new.stems == old.stems and new.negative != old.negative:
         return "negated"
+    # "User stopped going to the gym" after "User goes to the gym every morning": what stopped is
+    # all in the old fact, for the same person.
+    stopped = new.stems - new.values
+    if new.negative and not old.negative and new.people == old.people and stopped and stopped <= old.stems:
+        return "stopped"
     # "User drives a Tesla now" after "User drives a BMW": the same doing, said to have changed.
     if new.changed and new.verb and new.verb == old.verb and new.negative == old.negative and new.stems != old.stems:
         return f"{new.verb} changed"

@@ -1,12 +1,13 @@
 """Replaying and scoring the write pipeline on a labeled conversation set.
 
-    produced = replay(case, RulesExtractor(), said_at)        # extractor + decide(), in memory
+    produced = replay(case, RulesExtractor(), said_at, embedder)   # extractor + decide(), in memory
     score([(produced, case["expect"]) for case in cases])     # -> LabeledScore
 
 A case is one conversation of ``server/tests/data/pipeline_labeled.json``: ``known`` facts,
 ``messages`` and the ``expect``-ed facts in order, each with its ``memory`` text and ``event``.
 ``replay`` keeps an in-memory list of current facts that receives each decision the way the writer
-applies them. ``score`` matches produced facts to expected ones by exact text: precision is the
+applies them; with an embedder, each fact offered to decide() carries its cosine similarity to the
+candidate, as the writer's vector search gives it. ``score`` matches produced facts to expected ones by exact text: precision is the
 share of produced facts that were expected, recall the share of expected facts that came out, and
 event accuracy the share of matched facts whose event is the labeled one. The pipeline tests and
 the pipeline benchmark share these two functions.
@@ -19,9 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from cortadel_server.pipeline.decide import decide
 from cortadel_server.pipeline.extract import Extractor
-from cortadel_server.pipeline.model import Event, Neighbour, Turn
+from cortadel_server.pipeline.model import Event, Intent, Neighbour, Turn
+from cortadel_server.providers.embedding.base import Embedder
 
 __all__ = ["LabeledScore", "replay", "score"]
 
@@ -33,13 +37,23 @@ class _Fact:
     current: bool = True
 
 
-def replay(case: Mapping[str, Any], extractor: Extractor, said_at: datetime) -> list[dict[str, Any]]:
+def replay(case: Mapping[str, Any], extractor: Extractor, said_at: datetime, embedder: Embedder | None = None) -> list[dict[str, Any]]:
     """Every non-NOOP decision for the case's messages (all said at ``said_at``), in order."""
     facts = [_Fact(f"known-{i}", text) for i, text in enumerate(case.get("known", []))]
     turns = [Turn(m["role"], m["content"], m.get("uuid"), said_at) for m in case["messages"]]
+    candidates = extractor.extract(turns, is_agent_memory=case.get("is_agent_memory", False))
+    texts = list(dict.fromkeys([f.text for f in facts] + [c.text for c in candidates]))
+    unit = _unit(embedder.embed(texts)) if embedder is not None and texts else None
+    vectors = dict(zip(texts, unit, strict=True)) if unit is not None else {}
     produced = []
-    for candidate in extractor.extract(turns, is_agent_memory=case.get("is_agent_memory", False)):
-        decision = decide(candidate, [Neighbour(f.id, f.text) for f in facts if f.current])
+    for candidate in candidates:
+        current = [f for f in facts if f.current]
+        if vectors and candidate.intent is not Intent.FORGET_ENTITY:  # the writer offers those unscored, oldest first
+            scores = [max(float(np.dot(vectors[candidate.text], vectors[f.text])), 0.0) for f in current]
+        else:
+            scores = [0.0] * len(current)
+        neighbours = [Neighbour(f.id, f.text, score) for f, score in zip(current, scores, strict=True)]
+        decision = decide(candidate, sorted(neighbours, key=lambda n: -n.score))
         if decision.event is Event.NOOP:
             continue
         by_id = {f.id: f for f in facts}
@@ -59,6 +73,11 @@ def replay(case: Mapping[str, Any], extractor: Extractor, said_at: datetime) -> 
             "entities": [e.name for e in candidate.entities],
         })
     return produced
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.asarray(vectors / np.where(norms == 0, 1.0, norms))
 
 
 @dataclass(frozen=True)

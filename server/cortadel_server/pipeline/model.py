@@ -64,7 +64,8 @@ class Candidate:
     """One atomic statement distilled from a conversation, before it meets the store.
 
     `target` names what a retraction, resolution or entity deletion is about ("address",
-    "login bug", "Bob"); `reconfirm` marks "yes, I still ..." statements; `said_at` is the time
+    "login bug", "Bob"), or for a statement what it replaces ("Lisbon" in "I live in Porto, not
+    Lisbon", "VS Code" in "I switched from VS Code to Neovim"); `reconfirm` marks "yes, I still ..." statements; `said_at` is the time
     of the turn it came from and `valid_at` when the fact became true (a resolved time
     expression, else `said_at`).
     """
@@ -104,3 +105,4 @@ class Decision:
     targets: tuple[str, ...] = ()
     reason: str = ""
     ambiguous: bool = field(default=False, compare=False)
+    uncertain: str = field(default="", compare=False)  # why an ADD might be a repeat: recorded with the fact

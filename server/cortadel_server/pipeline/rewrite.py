@@ -28,8 +28,14 @@ _CONTRACTIONS = (
     (r"\bwon't\b", "will not"),
     (r"\bain't\b", "is not"),
     (r"\b(do|does|did|is|are|was|were|have|has|had|should|would|could|must|need)n't\b", r"\1 not"),
+    # Chat spellings without the apostrophe; only those that are never an English word of their own.
+    (r"\bim\b", "I am"),
+    (r"\bive\b", "I have"),
+    (r"\b(do|does|did|is|are|was|were|have|has|had|should|would|could)nt\b", r"\1 not"),
+    (r"\bcant\b", "cannot"),
 )
 _CONTRACTION_RULES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
+_MAY_CONTRACT = re.compile(r"'|\b(?:let's|im|ive|cant|\w+nt)\b", re.IGNORECASE)  # skips the rules for most texts
 
 ADVERBS = frozenset(
     ["only", "always", "never", "usually", "really", "also", "still", "just", "often", "sometimes", "mostly", "now", "currently", "rarely", "generally", "typically", "actually", "mainly", "definitely", "absolutely", "primarily", "recently", "finally", "already", "even", "normally", "seldom", "occasionally", "frequently", "regularly", "basically", "honestly", "literally", "totally", "constantly"]
@@ -55,6 +61,8 @@ _ANAPHORA = {"my": "their", "our": "their", "mine": "theirs", "ours": "theirs", 
 def expand_contractions(text: str) -> str:
     """"I'm" → "I am", "don't" → "do not", ... (straight and curly apostrophes)."""
     text = text.replace("’", "'")
+    if not _MAY_CONTRACT.search(text):
+        return text
     for pattern, replacement in _CONTRACTION_RULES:
         text = pattern.sub(replacement, text)
     return text

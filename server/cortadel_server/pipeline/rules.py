@@ -17,6 +17,7 @@ previous instructions …") is never a fact about the speaker, even when asked t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from datetime import datetime
@@ -43,12 +44,33 @@ _ABBREVIATIONS = r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\
 _SENTENCE_END = re.compile(r"(?<=[.!?])" + _ABBREVIATIONS + r"\s+|\n+|;\s+", re.IGNORECASE)
 # A new first-person clause after "and"/"but" ("I live in Berlin and I work at SAP").
 _CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|my|My)\b)")
+# A comma, dash or "so" that starts a new first-person clause or a question: "I'm 29, I live in
+# Austin", "I'm allergic to nuts, what can I bake?" (the fact is kept, the question dropped).
+_RUN_ON = re.compile(
+    r"(?:,|\s+[-–—]+|\s+so)\s+(?=(?:I|i)\b|(?:what|when|where|who|why|how|which|can|could|would|should|"
+    r"do|does|did|is|are|any)\s)"
+)
+# "I live in Porto and work at Farfetch": a second verb after "and" shares the first clause's subject.
+_SHARED_SUBJECT = re.compile(r"^(?P<head>.*?\b(?P<subject>I|i)(?P<be>'m| am)?\s.+?)\s+and\s+(?P<rest>(?P<word>[A-Za-z']+)\s+\S.*)$")
+_ADJECTIVE_PHRASE = re.compile(r"^[a-z]+\s+(?:to|of|about|with|for|in|at|on)\b")
+#: Verbs common in statements about oneself; after "and" they start a new clause, other words
+#: ("fish and chips", "French and Spanish", "Tuesday and Thursday") continue the same one.
+CLAUSE_VERBS = frozenset(
+    ["live", "work", "have", "love", "like", "hate", "enjoy", "prefer", "dislike", "play", "run", "swim", "walk",
+     "drive", "take", "use", "speak", "teach", "study", "eat", "drink", "go", "make", "own", "need", "want",
+     "visit", "cook", "read", "write", "watch", "ride", "cycle", "wear", "keep", "volunteer", "coach", "build",
+     "manage", "lead", "practice", "practise", "train", "bake", "sing", "collect", "rent", "attend", "spend",
+     "sleep", "wake", "commute", "deploy", "develop", "lift", "hike", "climb", "surf", "ski", "knit",
+     "meditate", "grow", "raise", "care", "help", "support", "belong", "moved", "started", "joined", "left",
+     "quit", "stopped", "bought", "sold", "got", "went", "became", "am", "was"]
+)
 
 _MARKERS = _rx(
     r"^(?:please|actually|well|oh|so|also|by the way|btw|yes|yeah|yep|yup|no|nope|okay|ok|hey|hi|hello|"
     r"anyway|anyways|fyi|just so you know|just to let you know|for the record|for context|and|but|"
     r"hmm+|um+|uh+|thanks|thank you|great|cool|sure|right|correct|indeed|alright|haha|lol|oh and|"
-    r"that is right|exactly|true|sorry|honestly|frankly|seriously|to be honest|basically|ugh|phew|wow)\b[\s,!.:;-]*"
+    r"that is right|exactly|true|sorry|honestly|frankly|seriously|to be honest|basically|ugh|phew|wow|correction|"
+    r"understood|noted|(?:since|because)(?=\s+i\b))\b[\s,!.:;-]*"
 )
 _TRAILING_NOISE = _rx(r"[\s,]+(?:lol|haha+|lmao|rofl|:\)|;\)|:D)(?=[.!]*$)")
 _REMEMBER = _rx(
@@ -110,8 +132,9 @@ _RETRACT_THAT = _rx(
 )
 _RETRACT_ABOUT = _rx(r"^(?:i was wrong about|it is not true that|that is not true that)\s+(?P<t>.+?)[.!]*$")
 _RESOLVE_PASSIVE = _rx(
-    r"^(?P<t>.+?)\s+(?:is|has been|was|got|are|have been|were)\s+(?:now\s+|finally\s+|already\s+)?"
-    r"(?:resolved|fixed|closed|done|finished|completed|sorted out|solved|merged|shipped)\b"
+    r"^(?P<t>.+?)\s+(?:is|has been|was|got|are|have been|were)\s+(?:now\s+|finally\s+|already\s+|all\s+)?"
+    r"(?:resolved|fixed|closed|done|finished|completed|sorted(?: out)?|solved|merged|shipped|repaired|patched|"
+    r"working again|running again|back up|back online|up again)\b"
 )
 _RESOLVE_ACTIVE = _rx(
     r"^i\s+(?:have\s+)?(?:finally\s+|just\s+|already\s+)?(?:fixed|resolved|closed|finished|completed|solved)"
@@ -130,6 +153,19 @@ _TO_ASSISTANT = _rx(
     r"\bnew instructions?\s*:"
 )
 _PRONOUN_TARGET = _rx(r"^(?:it|that|this|they)$")
+# "…, not Lisbon" / "… not Spotify" closing a statement: a correction naming the value it replaces
+# ("I do not eat meat" is a negation: the word before "not" is an auxiliary).
+_CORRECTION_TAIL = _rx(
+    r"(?<!\bdo)(?<!\bdoes)(?<!\bdid)(?<!\bam)(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bwere)(?<!\bhave)(?<!\bhas)"
+    r"(?<!\bhad)(?<!\bcan)(?<!\bcould)(?<!\bwill)(?<!\bwould)(?<!\bshould)(?<!\bmust)"
+    r"(?:\s*,\s*|\s+)(?:and\s+)?not\s+(?P<old>[\w'.-]+(?:\s+[\w'.-]+){0,3}?)[.!]*$"
+)
+# A switch names what it ends: "switched from VS Code to Neovim", "relocated to Madrid from Lisbon";
+# "switched to day shifts" ends the other kind of the same thing (its head noun).
+_SWITCH = r"(?:switch|switched|moved|migrated|changed|converted|relocated|transferred|upgraded|downgraded)"
+_SWITCH_FROM = _rx(_SWITCH + r"\b.*?\bfrom\s+(?P<old>.+?)\s+to\b|" + _SWITCH + r"\b.*?\bto\s+.+?\s+from\s+(?P<old2>[^,.!]+)")
+_SWITCH_TO = _rx(r"\b(?:switched|changed)\s+to\s+(?:the\s+|a\s+|an\s+)?(?:[\w'-]+\s+)*?(?P<head>[\w'-]+?)s?[.!]*$")
+_EXISTENTIAL = _rx(r"^there\s+(?:is|are|was|were)\s+\S")
 _OLD = _rx(r"\b(?:old|previous|former|earlier|outdated)\s+")
 
 
@@ -145,8 +181,38 @@ def split_sentences(text: str) -> list[str]:
                 merged[-1] = f"{merged[-1]} and {part}"  # "My wife and I ..." is one subject
             else:
                 merged.append(part)
-        pieces.extend(p.strip() for p in merged if p.strip())
+        for part in merged:
+            pieces.extend(p.strip() for clause in _run_on_clauses(part) for p in _shared_subject_clauses(clause) if p.strip())
     return pieces
+
+
+def _run_on_clauses(sentence: str) -> list[str]:
+    """A run-on turn cut where a comma, dash or "so" starts a new clause; a lead-in of one or two
+    words ("Yes, I ...", "Actually no, I ...") stays with its clause, so re-confirmations keep their "yes"."""
+    clauses: list[str] = []
+    for part in _RUN_ON.split(sentence):
+        if clauses and len(clauses[-1].split()) < 3 and not _FIRST_PERSON.search(clauses[-1]):
+            clauses[-1] = f"{clauses[-1]}, {part}"
+        else:
+            clauses.append(part)
+    return clauses
+
+
+def _shared_subject_clauses(clause: str) -> list[str]:
+    """ "I live in Porto and work at Farfetch" → "I live in Porto", "I work at Farfetch";
+    "I'm vegan and allergic to soy" → "I'm vegan", "I am allergic to soy". Left alone when what
+    follows "and" is not a verb (or, after "I am", an adjective with its preposition)."""
+    m = _SHARED_SUBJECT.match(clause)
+    if m is None:
+        return [clause]
+    word = m["word"].lower()
+    if word in CLAUSE_VERBS or word in ("cannot", "can't", "do", "don't", "never", "also", "really"):
+        second = f"{m['subject']} {m['rest']}"
+    elif m["be"] and _ADJECTIVE_PHRASE.match(m["rest"]):
+        second = f"{m['subject']} am {m['rest']}"
+    else:
+        return [clause]
+    return [m["head"], *_shared_subject_clauses(second)]
 
 
 _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
@@ -177,6 +243,7 @@ class RulesExtractor:
         candidates: list[Candidate] = []
         previous: str | None = None  # the last statement made, for "that's no longer true"
         for turn in turns:
+            retracted_here: Candidate | None = None  # "that's not true any more, I stopped …": one correction
             role = turn.role.strip().lower()
             named = _SPEAKER_PREFIX.match(turn.content)
             if named and not _FIRST_PERSON.search(turn.content, named.end()):
@@ -190,7 +257,11 @@ class RulesExtractor:
                         previous = _strip_tail_question(second_to_third(sentence, subject))
                     continue
                 candidate = self._sentence(sentence, turn, who, previous, explicit)
+                if candidate is not None and retracted_here is not None and candidate.intent is Intent.REMEMBER:
+                    candidates.remove(retracted_here)
+                    candidate = dataclasses.replace(candidate, target=retracted_here.target)
                 if candidate is not None:
+                    retracted_here = candidate if candidate.intent is Intent.RETRACT and candidate.target == previous else None
                     candidates.append(candidate)
                     previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
         return candidates
@@ -260,13 +331,26 @@ class RulesExtractor:
             return make(f"{subject} prefers to {how} {_end(m['rest'])}")
         if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text)):
             return None
-        if _FIRST_PERSON.search(text):
-            return make(third_person(_end(text), subject), reconfirm=reconfirm)
+        if _FIRST_PERSON.search(text) or _EXISTENTIAL.match(text):
+            text, replaced = _replaced(text)
+            return make(third_person(_end(text), subject), target=replaced, reconfirm=reconfirm)
         if not explicit:
             return None
         # Not about the speaker, but asked to be kept: in the speaker's own words.
         as_said = raw.strip() if text == expand_contractions(raw.strip()) else text[:1].upper() + text[1:]
         return make_candidate(as_said, turn, self.taxonomy, reconfirm=reconfirm)
+
+
+def _replaced(text: str) -> tuple[str, str | None]:
+    """The statement without a correcting "…, not X" tail, and what it says is replaced (X, the
+    "from" of a switch, the kind switched away from), or None."""
+    if m := _CORRECTION_TAIL.search(text):
+        return text[: m.start()], m["old"].strip(" .!")
+    if m := _SWITCH_FROM.search(text):
+        return text, (m["old"] or m["old2"]).strip()
+    if m := _SWITCH_TO.search(text):
+        return text, m["head"]
+    return text, None
 
 
 def _is_small_talk(text: str) -> bool:

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cortadel_server.config import Settings
-from cortadel_server.errors import CortadelError, RequestCancelled
+from cortadel_server.errors import CortadelError, ExtractionFailed, RequestCancelled
 from cortadel_server.language.entities import canonical_entity
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
@@ -69,7 +69,7 @@ from cortadel_server.pipeline.decide import decide, slot_query
 from cortadel_server.pipeline.enrich import ENRICH, Enricher
 from cortadel_server.pipeline.extract import Extractor
 from cortadel_server.pipeline.extractors import build_extractor
-from cortadel_server.pipeline.llm import ExtractionFailed, LlmJudge
+from cortadel_server.pipeline.llm import LlmJudge
 from cortadel_server.pipeline.model import (
     Candidate,
     Decision,
@@ -80,7 +80,7 @@ from cortadel_server.pipeline.model import (
     Turn,
 )
 from cortadel_server.pipeline.rules import RulesExtractor, addresses_assistant, is_compound
-from cortadel_server.providers import build_chat_client
+from cortadel_server.providers import ChatClient, build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.storage.base import (
     INVALIDATED,
@@ -183,11 +183,21 @@ class Writer:
         self.enricher = Enricher(storage, self.taxonomy)  # job times are wall-clock times
 
     @classmethod
-    def from_settings(cls, settings: Settings, storage: Storage, embedder: Embedder, retriever: Retriever | None = None) -> Writer:
+    def from_settings(
+        cls,
+        settings: Settings,
+        storage: Storage,
+        embedder: Embedder,
+        retriever: Retriever | None = None,
+        watch_chat: Callable[[ChatClient], ChatClient] | None = None,
+    ) -> Writer:
         """The writer the settings describe (`retriever` is accepted for the service's wiring;
-        neighbours come from the storage arms directly, inside the write transaction)."""
+        neighbours come from the storage arms directly, inside the write transaction). `watch_chat`
+        wraps the chat client (the server counts its failures)."""
         taxonomy = Taxonomy.from_setting(settings.categories)
         chat = build_chat_client(settings) if settings.extractor == "llm" else None
+        if chat is not None and watch_chat is not None:
+            chat = watch_chat(chat)
         extractor = build_extractor(settings, chat)
         return cls(
             storage, embedder, extractor, taxonomy=taxonomy, judge=LlmJudge(chat) if chat else None,
@@ -345,8 +355,10 @@ class Writer:
         # Full-text hits count as candidates without a similarity; the vector arm gives one.
         scores = {s.id: 0.0 for s in self.storage.text_search(user_id, query, current, NEIGHBOURS_PER_ARM)}
         by_slot = slot_query(candidate.text) if candidate.intent is Intent.REMEMBER else None
-        if by_slot:
-            scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, by_slot, current, NEIGHBOURS_PER_ARM)})
+        # A correction or switch names what it replaces ("not Lisbon", "from VS Code"): look that up too.
+        for extra_query in (by_slot, candidate.target if candidate.intent is Intent.REMEMBER else None):
+            if extra_query:
+                scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, extra_query, current, NEIGHBOURS_PER_ARM)})
         for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
             scores[hit.id] = max(hit.score, 0.0)
         same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
@@ -410,7 +422,10 @@ class Writer:
             self.storage.record_event(user, old, event.value, now, {"superseded_by": record.id, "statement": candidate.text})
             self.storage.record_event(user, record.id, event.value, now, {"supersedes": old, "source": scope.source})
         else:
-            self.storage.record_event(user, record.id, Event.ADD.value, now, {"source": scope.source})
+            # Stored even when the decision was unsure (dropping loses data); the doubt goes in its history.
+            doubt = {"uncertain": decision.uncertain} if decision.uncertain else {}
+            self.storage.record_event(user, record.id, Event.ADD.value, now, {"source": scope.source, **doubt})
+            extra.update(doubt)
         return [WriteOutcome(event.value, record.id, record.text, record=record, extra=extra)]
 
     def _insert_history(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -119,10 +119,19 @@ class Hit:
 class Retriever:
     """Runs a search request through the arms of its recipe, fuses, adds context, reranks and trims."""
 
-    def __init__(self, storage: Storage, embedder: Embedder, reranker: Reranker | None = None) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        *,
+        observe_timings: Callable[[Mapping[str, float]], None] | None = None,
+    ) -> None:
         self.storage = storage
         self.embedder = embedder
         self.reranker = reranker
+        #: told every search's phase timings (the server's metrics), whether or not it found anything
+        self.observe_timings = observe_timings
 
     def search(self, request: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
         config = (config or RECIPES[request.mode]).for_request(request)
@@ -181,6 +190,8 @@ class Retriever:
         hits = hits[: request.top_k]
         if request.token_budget:
             hits = hits[: trim_to_token_budget([h.memory.text for h in hits], request.token_budget)]
+        if self.observe_timings is not None:
+            self.observe_timings(timings)
         for hit in hits:
             hit.attributes = {
                 "arms": {arm: {"rank": rank} for arm, rank in hit.ranks.items()},

@@ -282,7 +282,9 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def requeue_running_jobs(self) -> int:
-        """Jobs claimed by a process that died go back to the queue. Returns how many."""
+        """Jobs claimed by a process that died go back to the queue. Returns how many. (SQLite, one
+        server per file, takes every claimed job at start for orphaned; a backend shared by live
+        processes must tell the dead claimers apart, and ``claim_job`` takes their jobs over too.)"""
 
     @abc.abstractmethod
     def finish_job(self, job_id: int) -> None: ...

@@ -123,7 +123,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             attempts integer NOT NULL DEFAULT 0,
             run_after double precision NOT NULL,
             last_error text,
-            created_at double precision NOT NULL
+            created_at double precision NOT NULL,
+            -- the server process running it (PostgresStorage.claimer), while status is 'running'
+            claimed_by text
         );
         CREATE INDEX jobs_due ON jobs(status, run_after, id);
         CREATE INDEX jobs_user_memory ON jobs(user_id, memory_id);

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -36,30 +37,36 @@ from cortadel_server.storage.base import (
     ScoredId,
     Storage,
 )
+from cortadel_server.storage.columns import (
+    JSON_COLUMNS,
+    MEMORY_COLUMNS,
+    REINDEX_DIM,
+    REINDEX_MODEL,
+    REINDEX_THROUGH,
+    SELECT_MEMORY,
+    UPDATABLE_COLUMNS,
+    VECTOR_DIM,
+    VECTOR_MODEL,
+    VERSION_FLOOR,
+)
 from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 
-_JSON_FIELDS = ("categories", "tags", "metadata", "source_turn_uuids")
-_COLUMNS = (
-    "id", "user_id", "text", "fingerprint", "gist", "memory_type", "categories", "tags", "project",
-    "app_name", "session_id", "metadata", "state", "source_turn_uuids", "transcript_path",
-    "extraction_status", "valid_at", "invalid_at", "created_at", "expired_at", "superseded_by",
-    "updated_at",
-)
-_SELECT = "SELECT " + ", ".join(_COLUMNS) + " FROM memories"
-_UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "created_at"}
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
 
 #: advisory lock class of a user's writer turn (the object is the hash of the user id)
 _USER_LOCK = 1
+#: advisory lock class a server process holds while it lives (the object is the hash of its claimer token)
+_ALIVE_LOCK = 3
+# A running job whose claimer holds no liveness lock any more: its process is gone.
+_ORPHANED = (
+    "status = 'running' AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' "
+    f"AND l.classid = {_ALIVE_LOCK} AND l.objid = oid(hashtext(jobs.claimed_by)::bigint & 4294967295) "
+    "AND l.objsubid = 2 AND l.granted)"
+)
 
-# Keys of the meta table, as in the SQLite backend.
-_VERSION_FLOOR = "user_version_floor"
-_REINDEX_MODEL = "reindex_model"
-_REINDEX_DIM = "reindex_dim"
-_REINDEX_THROUGH = "reindex_through"
 
 _DIALECT = Dialect(
     param="%s",
@@ -131,9 +138,18 @@ class PostgresStorage(Storage):
             conn = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options)
         except psycopg.Error as exc:
             raise StorageError(f"CORTADEL_DATABASE_URL: cannot connect to {self.location}: {_first_line(exc)}") from None
-        with conn, self._translate():
-            _require_pgvector(conn)
-            migrate(conn)
+        try:
+            with self._translate():
+                _require_pgvector(conn)
+                migrate(conn)
+                # Held on this connection while the process lives: the jobs it claims are orphaned,
+                # and taken over by another process, once it is gone.
+                self.claimer = uuid.uuid4().hex
+                conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_ALIVE_LOCK, self.claimer))
+        except BaseException:
+            conn.close()
+            raise
+        self._alive = conn
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -194,6 +210,7 @@ class PostgresStorage(Storage):
 
     def close(self) -> None:
         self._pool.close()
+        self._alive.close()
 
     def ping(self) -> None:
         self._rows(None, "SELECT 1")
@@ -222,7 +239,7 @@ class PostgresStorage(Storage):
         self._rows(
             user_id,
             "INSERT INTO user_versions(user_id, version) VALUES "
-            f"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '{_VERSION_FLOOR}'), 0)) "
+            f"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '{VERSION_FLOOR}'), 0)) "
             "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1",
             (user_id,),
         )
@@ -233,8 +250,8 @@ class PostgresStorage(Storage):
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
-        values: dict[str, Any] = {name: getattr(memory, name) for name in _COLUMNS}
-        for name in _JSON_FIELDS:
+        values: dict[str, Any] = {name: getattr(memory, name) for name in MEMORY_COLUMNS}
+        for name in JSON_COLUMNS:
             values[name] = Jsonb(values[name])
         user_id = memory.user_id
         with self.write():
@@ -256,10 +273,10 @@ class PostgresStorage(Storage):
             self._bump(user_id)
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _UPDATABLE
+        unknown = set(fields) - UPDATABLE_COLUMNS
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
-        values = {k: Jsonb(v) if k in _JSON_FIELDS else v for k, v in fields.items()}
+        values = {k: Jsonb(v) if k in JSON_COLUMNS else v for k, v in fields.items()}
         assignments = ", ".join(f"{k} = %s" for k in values)
         with self.write():
             touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
@@ -274,16 +291,16 @@ class PostgresStorage(Storage):
 
     @staticmethod
     def _record(row: Sequence[Any]) -> MemoryRecord:
-        return MemoryRecord(**dict(zip(_COLUMNS, row, strict=True)))
+        return MemoryRecord(**dict(zip(MEMORY_COLUMNS, row, strict=True)))
 
     def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None:
-        rows = self._rows(user_id, _SELECT + " WHERE user_id = %s AND id = %s", (user_id, memory_id))
+        rows = self._rows(user_id, SELECT_MEMORY + " WHERE user_id = %s AND id = %s", (user_id, memory_id))
         return self._record(rows[0]) if rows else None
 
     def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         if not ids:
             return {}
-        rows = self._rows(user_id, _SELECT + " WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, list(ids)))
+        rows = self._rows(user_id, SELECT_MEMORY + " WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, list(ids)))
         return {r.id: r for r in map(self._record, rows)}
 
     @staticmethod
@@ -297,7 +314,7 @@ class PostgresStorage(Storage):
         total = self._rows(user_id, f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
         rows = self._rows(
             user_id,
-            f"{_SELECT} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT %s OFFSET %s",
+            f"{SELECT_MEMORY} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT %s OFFSET %s",
             [*params, limit, offset],
         )
         return [self._record(r) for r in rows], int(total)
@@ -305,7 +322,7 @@ class PostgresStorage(Storage):
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         rows = self._rows(
             user_id,
-            f"{_SELECT} WHERE user_id = %s AND fingerprint = %s AND {_CURRENT} ORDER BY created_at, rowid LIMIT 1",
+            f"{SELECT_MEMORY} WHERE user_id = %s AND fingerprint = %s AND {_CURRENT} ORDER BY created_at, rowid LIMIT 1",
             (user_id, fingerprint),
         )
         return self._record(rows[0]) if rows else None
@@ -353,8 +370,8 @@ class PostgresStorage(Storage):
         with self.write(user_id):
             version = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
             if version:
-                floor = int(self._meta(_VERSION_FLOOR) or 0)
-                self._set_meta(_VERSION_FLOOR, str(max(floor, int(version[0][0]))))
+                floor = int(self._meta(VERSION_FLOOR) or 0)
+                self._set_meta(VERSION_FLOOR, str(max(floor, int(version[0][0]))))
             return {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
 
     # -- session documents and turn context ------------------------------------------------------
@@ -533,14 +550,15 @@ class PostgresStorage(Storage):
         )
 
     def claim_job(self, now: float) -> Job | None:
-        # SKIP LOCKED: replicas claiming at once each take a different job, none waits.
+        # SKIP LOCKED: replicas claiming at once each take a different job, none waits. A job
+        # whose claimer died is taken over, never lost.
         rows = self._rows(
             None,
-            "UPDATE jobs SET status = 'running', attempts = attempts + 1 WHERE id = ("
-            "  SELECT id FROM jobs WHERE status = 'queued' AND run_after <= %s ORDER BY run_after, id"
-            "  LIMIT 1 FOR UPDATE SKIP LOCKED"
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = %s WHERE id = ("
+            "  SELECT id FROM jobs WHERE (status = 'queued' AND run_after <= %s) OR (" + _ORPHANED + ")"
+            "  ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED"
             ") RETURNING id, kind, user_id, memory_id, payload, attempts",
-            (now,),
+            (self.claimer, now),
         )
         if not rows:
             return None
@@ -548,7 +566,7 @@ class PostgresStorage(Storage):
         return Job(job_id, kind, user_id, memory_id, payload, attempts)
 
     def requeue_running_jobs(self) -> int:
-        return self._count(None, "UPDATE jobs SET status = 'queued' WHERE status = 'running'")
+        return self._count(None, "UPDATE jobs SET status = 'queued', claimed_by = NULL WHERE " + _ORPHANED)
 
     def finish_job(self, job_id: int) -> None:
         self._rows(None, "DELETE FROM jobs WHERE id = %s", (job_id,))
@@ -581,35 +599,35 @@ class PostgresStorage(Storage):
         return int(self._rows(None, "SELECT count(*) FROM memories WHERE rowid > %s", (int(through or 0),))[0][0])
 
     def index_info(self) -> IndexInfo:
-        dim = self._meta("vector_dim")
-        target = self._meta(_REINDEX_MODEL)
+        dim = self._meta(VECTOR_DIM)
+        target = self._meta(REINDEX_MODEL)
         return IndexInfo(
             dim=int(dim) if dim else None,
-            model=self._meta("vector_model"),
+            model=self._meta(VECTOR_MODEL),
             vector_indexes=[f"memories.embedding[{dim}] cosine (pgvector, exact)"] if dim else [],
             missing_embeddings=int(self._rows(None, "SELECT count(*) FROM memories WHERE embedding IS NULL")[0][0]),
             reindex_target=target,
-            reindex_remaining=self._not_reembedded(self._meta(_REINDEX_THROUGH)) if target else 0,
+            reindex_remaining=self._not_reembedded(self._meta(REINDEX_THROUGH)) if target else 0,
         )
 
     def ensure_vector_index(self, dim: int, model: str) -> None:
         with self.write():
             self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")  # replicas starting together
-            if self._meta("vector_dim") is None:
-                self._set_meta("vector_dim", str(dim))
-                self._set_meta("vector_model", model)
+            if self._meta(VECTOR_DIM) is None:
+                self._set_meta(VECTOR_DIM, str(dim))
+                self._set_meta(VECTOR_MODEL, model)
 
     def begin_reindex(self, dim: int, model: str) -> None:
         with self.write():
             self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
-            if self._meta(_REINDEX_MODEL) == model and self._meta(_REINDEX_DIM) == str(dim):
+            if self._meta(REINDEX_MODEL) == model and self._meta(REINDEX_DIM) == str(dim):
                 return  # the same reindex, interrupted: carry on from where it stopped
-            self._set_meta(_REINDEX_MODEL, model)
-            self._set_meta(_REINDEX_DIM, str(dim))
-            self._set_meta(_REINDEX_THROUGH, "0")
+            self._set_meta(REINDEX_MODEL, model)
+            self._set_meta(REINDEX_DIM, str(dim))
+            self._set_meta(REINDEX_THROUGH, "0")
 
     def stale_embeddings(self, limit: int) -> list[tuple[str, str, str]]:
-        through = self._meta(_REINDEX_THROUGH)
+        through = self._meta(REINDEX_THROUGH)
         if through is not None:
             rows = self._rows(
                 None, "SELECT user_id, id, text FROM memories WHERE rowid > %s ORDER BY rowid LIMIT %s", (int(through), limit)
@@ -634,23 +652,23 @@ class PostgresStorage(Storage):
                 )
                 reached = max([reached, *(int(r[0]) for r in updated)])
                 users.add(user_id)
-            through = self._meta(_REINDEX_THROUGH)
+            through = self._meta(REINDEX_THROUGH)
             if through is not None and reached > int(through):
-                self._set_meta(_REINDEX_THROUGH, str(reached))
+                self._set_meta(REINDEX_THROUGH, str(reached))
             for user_id in users:
                 self._bump(user_id)
 
     def finish_reindex(self) -> bool:
         with self.write():
             self._rows(None, "LOCK TABLE meta IN SHARE ROW EXCLUSIVE MODE")
-            target, dim, through = (self._meta(k) for k in (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH))
+            target, dim, through = (self._meta(k) for k in (REINDEX_MODEL, REINDEX_DIM, REINDEX_THROUGH))
             if target is None or through is None or dim is None:
                 return True
             if self._not_reembedded(through):
                 return False  # written since the last batch: one more pass
-            self._set_meta("vector_dim", dim)
-            self._set_meta("vector_model", target)
-            self._rows(None, "DELETE FROM meta WHERE key = ANY(%s::text[])", ([_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH],))
+            self._set_meta(VECTOR_DIM, dim)
+            self._set_meta(VECTOR_MODEL, target)
+            self._rows(None, "DELETE FROM meta WHERE key = ANY(%s::text[])", ([REINDEX_MODEL, REINDEX_DIM, REINDEX_THROUGH],))
             self._rows(None, "UPDATE user_versions SET version = version + 1")
         return True
 

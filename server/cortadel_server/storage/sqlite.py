@@ -31,27 +31,23 @@ from cortadel_server.storage.base import (
     ScoredId,
     Storage,
 )
+from cortadel_server.storage.columns import (
+    JSON_COLUMNS,
+    MEMORY_COLUMNS,
+    REINDEX_DIM,
+    REINDEX_MODEL,
+    REINDEX_THROUGH,
+    SELECT_MEMORY,
+    UPDATABLE_COLUMNS,
+    VECTOR_DIM,
+    VECTOR_MODEL,
+    VERSION_FLOOR,
+)
 from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 from cortadel_server.storage.vector_cache import UserVectors, VectorCache
-
-_JSON_FIELDS = ("categories", "tags", "metadata", "source_turn_uuids")
-_COLUMNS = (
-    "id", "user_id", "text", "fingerprint", "gist", "memory_type", "categories", "tags", "project",
-    "app_name", "session_id", "metadata", "state", "source_turn_uuids", "transcript_path",
-    "extraction_status", "valid_at", "invalid_at", "created_at", "expired_at", "superseded_by",
-    "updated_at",
-)
-_SELECT = "SELECT " + ", ".join(_COLUMNS) + " FROM memories"
-_UPDATABLE = frozenset(_COLUMNS) - {"id", "user_id", "created_at"}
-
-# Keys of the meta table.
-_VERSION_FLOOR = "user_version_floor"  # the highest version a since erased user reached
-_REINDEX_MODEL = "reindex_model"  # an unfinished reindex: the model label it embeds with,
-_REINDEX_DIM = "reindex_dim"  # that model's dimension,
-_REINDEX_THROUGH = "reindex_through"  # and the highest rowid re-embedded so far
 
 
 def user_key(user_id: str) -> str:
@@ -214,7 +210,7 @@ class SqliteStorage(Storage):
         # cache of the erased data (in another process) never looks current.
         version = self._rows(
             "INSERT INTO user_versions(user_id, version) VALUES "
-            f"(?, 1 + COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{_VERSION_FLOOR}'), 0)) "
+            f"(?, 1 + COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{VERSION_FLOOR}'), 0)) "
             "ON CONFLICT(user_id) DO UPDATE SET version = version + 1 RETURNING version",
             (user_id,),
         )[0][0]
@@ -227,8 +223,8 @@ class SqliteStorage(Storage):
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
-        values = {name: getattr(memory, name) for name in _COLUMNS}
-        for name in _JSON_FIELDS:
+        values = {name: getattr(memory, name) for name in MEMORY_COLUMNS}
+        for name in JSON_COLUMNS:
             values[name] = json.dumps(values[name])
         values["user_key"] = user_key(memory.user_id)
         values["embedding"] = np.asarray(embedding, dtype=np.float32).tobytes()
@@ -249,10 +245,10 @@ class SqliteStorage(Storage):
             self._bump(memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
-        unknown = set(fields) - _UPDATABLE
+        unknown = set(fields) - UPDATABLE_COLUMNS
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
-        values = {k: json.dumps(v) if k in _JSON_FIELDS else v for k, v in fields.items()}
+        values = {k: json.dumps(v) if k in JSON_COLUMNS else v for k, v in fields.items()}
         assignments = ", ".join(f"{k} = :{k}" for k in values)
         with self.write():
             touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
@@ -271,13 +267,13 @@ class SqliteStorage(Storage):
 
     @staticmethod
     def _record(row: tuple[Any, ...]) -> MemoryRecord:
-        values = dict(zip(_COLUMNS, row, strict=True))
-        for name in _JSON_FIELDS:
+        values = dict(zip(MEMORY_COLUMNS, row, strict=True))
+        for name in JSON_COLUMNS:
             values[name] = json.loads(values[name])
         return MemoryRecord(**values)
 
     def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None:
-        rows = self._rows(_SELECT + " WHERE user_id = ? AND id = ?", (user_id, memory_id))
+        rows = self._rows(SELECT_MEMORY + " WHERE user_id = ? AND id = ?", (user_id, memory_id))
         return self._record(rows[0]) if rows else None
 
     def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]:
@@ -285,7 +281,7 @@ class SqliteStorage(Storage):
             return {}
         rows = self._rows(
             # `+user_id` keeps the planner on the id index: the user index would scan every row.
-            _SELECT + " WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?",
+            SELECT_MEMORY + " WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?",
             (json.dumps(list(ids)), user_id),
         )
         return {r.id: r for r in map(self._record, rows)}
@@ -300,14 +296,14 @@ class SqliteStorage(Storage):
         where, params = self._where(user_id, filters)
         total = self._rows(f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
         rows = self._rows(
-            f"{_SELECT} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            f"{SELECT_MEMORY} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
         return [self._record(r) for r in rows], total
 
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         rows = self._rows(
-            _SELECT + " WHERE user_id = ? AND fingerprint = ? AND expired_at IS NULL AND invalid_at IS NULL "
+            SELECT_MEMORY + " WHERE user_id = ? AND fingerprint = ? AND expired_at IS NULL AND invalid_at IS NULL "
             "ORDER BY created_at LIMIT 1",
             (user_id, fingerprint),
         )
@@ -372,8 +368,8 @@ class SqliteStorage(Storage):
         with self.write():
             version = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
             if version:
-                floor = int(self._meta(_VERSION_FLOOR) or 0)
-                self._set_meta(_VERSION_FLOOR, str(max(floor, version[0][0])))
+                floor = int(self._meta(VERSION_FLOOR) or 0)
+                self._set_meta(VERSION_FLOOR, str(max(floor, version[0][0])))
             for table, sql in steps:
                 erased[table] = len(self._rows(sql + " RETURNING 1", {"user": user_id}))
             self._purge()
@@ -660,36 +656,36 @@ class SqliteStorage(Storage):
         self._exec("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
 
     def index_info(self) -> IndexInfo:
-        dim = self._meta("vector_dim")
-        target = self._meta(_REINDEX_MODEL)
+        dim = self._meta(VECTOR_DIM)
+        target = self._meta(REINDEX_MODEL)
         return IndexInfo(
             dim=int(dim) if dim else None,
-            model=self._meta("vector_model"),
+            model=self._meta(VECTOR_MODEL),
             vector_indexes=[f"memories.embedding[{dim}] cosine"] if dim else [],
             missing_embeddings=self._rows("SELECT count(*) FROM memories WHERE embedding IS NULL")[0][0],
             reindex_target=target,
             reindex_remaining=(
-                self._rows("SELECT count(*) FROM memories WHERE rowid > ?", (int(self._meta(_REINDEX_THROUGH) or 0),))[0][0]
+                self._rows("SELECT count(*) FROM memories WHERE rowid > ?", (int(self._meta(REINDEX_THROUGH) or 0),))[0][0]
                 if target else 0
             ),
         )
 
     def ensure_vector_index(self, dim: int, model: str) -> None:
         with self.write():
-            if self._meta("vector_dim") is None:
-                self._set_meta("vector_dim", str(dim))
-                self._set_meta("vector_model", model)
+            if self._meta(VECTOR_DIM) is None:
+                self._set_meta(VECTOR_DIM, str(dim))
+                self._set_meta(VECTOR_MODEL, model)
 
     def begin_reindex(self, dim: int, model: str) -> None:
         with self.write():
-            if self._meta(_REINDEX_MODEL) == model and self._meta(_REINDEX_DIM) == str(dim):
+            if self._meta(REINDEX_MODEL) == model and self._meta(REINDEX_DIM) == str(dim):
                 return  # the same reindex, interrupted: carry on from where it stopped
-            self._set_meta(_REINDEX_MODEL, model)
-            self._set_meta(_REINDEX_DIM, str(dim))
-            self._set_meta(_REINDEX_THROUGH, "0")
+            self._set_meta(REINDEX_MODEL, model)
+            self._set_meta(REINDEX_DIM, str(dim))
+            self._set_meta(REINDEX_THROUGH, "0")
 
     def stale_embeddings(self, limit: int) -> list[tuple[str, str, str]]:
-        through = self._meta(_REINDEX_THROUGH)
+        through = self._meta(REINDEX_THROUGH)
         if through is not None:
             rows = self._rows(
                 "SELECT user_id, id, text FROM memories WHERE rowid > ? ORDER BY rowid LIMIT ?", (int(through), limit)
@@ -712,23 +708,23 @@ class SqliteStorage(Storage):
                 )
                 reached = max([reached, *(r[0] for r in updated)])
                 users.add(user_id)
-            through = self._meta(_REINDEX_THROUGH)
+            through = self._meta(REINDEX_THROUGH)
             if through is not None and reached > int(through):
-                self._set_meta(_REINDEX_THROUGH, str(reached))
+                self._set_meta(REINDEX_THROUGH, str(reached))
             for user_id in users:
                 self._bump(user_id)
 
     def finish_reindex(self) -> bool:
         with self.write():
-            target, dim, through = (self._meta(k) for k in (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH))
+            target, dim, through = (self._meta(k) for k in (REINDEX_MODEL, REINDEX_DIM, REINDEX_THROUGH))
             if target is None or through is None or dim is None:
                 return True
             if self._rows("SELECT count(*) FROM memories WHERE rowid > ?", (int(through),))[0][0]:
                 return False  # written since the last batch: one more pass
-            self._set_meta("vector_dim", dim)
-            self._set_meta("vector_model", target)
+            self._set_meta(VECTOR_DIM, dim)
+            self._set_meta(VECTOR_MODEL, target)
             self._exec(
-                "DELETE FROM meta WHERE key IN (?, ?, ?)", (_REINDEX_MODEL, _REINDEX_DIM, _REINDEX_THROUGH)
+                "DELETE FROM meta WHERE key IN (?, ?, ?)", (REINDEX_MODEL, REINDEX_DIM, REINDEX_THROUGH)
             )
             self._exec("UPDATE user_versions SET version = version + 1")
         self._vectors.clear()

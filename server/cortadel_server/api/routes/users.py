@@ -12,8 +12,11 @@ from cortadel_server.api.deps import Service, authorize_user_or_admin
 router = APIRouter(prefix="/api/v1/users", tags=["Users"])
 
 ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": schemas.ValidationProblemDetails, "description": "Bad Request"},
     401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
     403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
+    # a user id no route can carry (a raw newline in the path) matches no route
+    404: {"model": schemas.ErrorResponse, "description": "Not Found"},
     500: {"model": schemas.ErrorResponse, "description": "Internal Server Error"},
 }
 
