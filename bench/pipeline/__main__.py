@@ -12,9 +12,12 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cortadel_server.config import Settings
+from cortadel_server.providers import build_embedder
+
 from bench.errors import BenchError
 from bench.pipeline import report
-from bench.pipeline.labeled import LabeledSet, in_process
+from bench.pipeline.labeled import HELDOUT_PATH, LabeledSet, in_process
 from bench.pipeline.run import FULL, QUICK, corpus_summary, llm_scenario, rules_scenario
 from bench.provenance import git_commit, load_average
 from bench.server import REPO_ROOT
@@ -37,11 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     workdir = REPO_ROOT / "bench" / ".work"
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        labeled = LabeledSet.load()
-        local = in_process(labeled)
-        log(f"[in process] labeled set: precision {local['precision']} recall {local['recall']} event accuracy {local['event_accuracy']}")
+        labeled, heldout = LabeledSet.load(), LabeledSet.load(HELDOUT_PATH)
+        embedder = build_embedder(Settings.from_env({}))  # the server's default, as the writer's vector search scores
+        local = {"development": in_process(labeled, embedder), "heldout": in_process(heldout, embedder)}
+        for part, scored in local.items():
+            log(f"[in process] {part}: precision {scored['precision']} recall {scored['recall']} event accuracy {scored['event_accuracy']}")
         with tempfile.TemporaryDirectory(dir=workdir, prefix="pipeline-") as tmp:
-            rules = asyncio.run(rules_scenario(sizes, labeled, Path(tmp), log))
+            rules = asyncio.run(rules_scenario(sizes, labeled, heldout, Path(tmp), log))
             llm = asyncio.run(llm_scenario(sizes, labeled, Path(tmp), log))
     except BenchError as exc:
         print(f"bench.pipeline: {exc}", file=sys.stderr)

@@ -1,7 +1,8 @@
-"""The labeled conversation set of the pipeline tests, scored in process and over HTTP.
+"""The labeled conversation sets of the pipeline tests, scored in process and over HTTP.
 
-    labeled = LabeledSet.load()                       # server/tests/data/pipeline_labeled.json
-    in_process(labeled)                               # rules extractor + decide() on an in-memory store
+    labeled = LabeledSet.load()                       # server/tests/data/pipeline_labeled.json (development part)
+    heldout = LabeledSet.load(HELDOUT_PATH)           # pipeline_heldout.json: frozen, never tuned on
+    in_process(labeled, embedder)                     # rules extractor + decide() on an in-memory store
     await over_http(api, labeled, user_prefix="lab")  # each conversation into a fresh user
 
 Both score with :func:`cortadel_server.pipeline.labeled.score`, the function the pipeline test
@@ -27,12 +28,14 @@ from typing import Any
 
 from cortadel_server.pipeline.labeled import LabeledScore, replay, score
 from cortadel_server.pipeline.rules import RulesExtractor
+from cortadel_server.providers.embedding.base import Embedder
 
 from bench.client import BenchClient
 from bench.errors import DatasetError
 from bench.server import REPO_ROOT
 
 LABELED_PATH = REPO_ROOT / "server" / "tests" / "data" / "pipeline_labeled.json"
+HELDOUT_PATH = REPO_ROOT / "server" / "tests" / "data" / "pipeline_heldout.json"
 ACTS_ON_STORED = frozenset({"SKIP_DUPLICATE", "TOUCH", "INVALIDATE", "DELETE_ENTITY"})
 
 
@@ -84,9 +87,10 @@ def as_labeled(produced: Sequence[dict[str, Any]], expected: Sequence[dict[str, 
     return out
 
 
-def in_process(labeled: LabeledSet) -> dict[str, Any]:
+def in_process(labeled: LabeledSet, embedder: Embedder | None) -> dict[str, Any]:
+    """``replay`` with the rules extractor; with an embedder, neighbours carry their similarity as in the writer."""
     extractor = RulesExtractor()
-    runs = [(case["name"], replay(case, extractor, labeled.said_at), case["expect"]) for case in labeled.cases]
+    runs = [(case["name"], replay(case, extractor, labeled.said_at, embedder), case["expect"]) for case in labeled.cases]
     misses = [d for name, got, want in runs if (d := differences(name, got, want))]
     return summary(score((got, want) for _, got, want in runs), misses)
 

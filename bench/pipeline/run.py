@@ -1,6 +1,6 @@
 """The two write-pipeline scenarios, each on a fresh server.
 
-rules: the labeled set over HTTP, then ingest throughput, from-conversation latency and add
+rules: the labeled sets (development and held-out parts) over HTTP, then ingest throughput, from-conversation latency and add
 latency, all against one server with the rules extractor.
 llm: the same server settings but ``CORTADEL_EXTRACTOR=llm`` pointed at a scripted endpoint;
 synthetic conversations, the labeled set and a few single adds, counting the model calls each made.
@@ -54,11 +54,12 @@ def corpus_summary(sizes: Sizes) -> dict[str, Any]:
     return {"user_turns": dict(kinds), "turns_per_conversation": sizes.turns}
 
 
-async def rules_scenario(sizes: Sizes, labeled: LabeledSet, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+async def rules_scenario(sizes: Sizes, labeled: LabeledSet, heldout: LabeledSet, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
     with start_server(RULES, workdir) as server:
         async with BenchClient(server.base_url, max_connections=sizes.concurrency) as api:
-            log(f"[rules] labeled set over HTTP ({len(labeled.cases)} conversations)")
+            log(f"[rules] labeled sets over HTTP ({len(labeled.cases)} + {len(heldout.cases)} conversations)")
             http = await over_http(api, labeled, user_prefix="labeled")
+            heldout_http = await over_http(api, heldout, user_prefix="heldout")
             log(f"[rules] ingest {sizes.load_conversations} conversations, {sizes.concurrency} in flight")
             load = await ingest_throughput(api, conversations(sizes.load_conversations, turns=sizes.turns),
                                            users=sizes.load_users, concurrency=sizes.concurrency)
@@ -67,7 +68,7 @@ async def rules_scenario(sizes: Sizes, labeled: LabeledSet, workdir: Path, log: 
             latency = await conversation_latency(api, conversations(sizes.latency_conversations + 5, seed=1, turns=sizes.turns), users)
             log(f"[rules] from-conversation p50 {latency['p50_ms']} ms; add latency")
             adds = await add_latency(api, statements(sizes.adds + 5, seed=2), user_prefix="add")
-    return {"labeled_http": http, "ingest": load, "conversation_latency": latency, "add_latency": adds}
+    return {"labeled_http": http, "heldout_http": heldout_http, "ingest": load, "conversation_latency": latency, "add_latency": adds}
 
 
 def _per_conversation(calls: list[int]) -> dict[str, Any]:
