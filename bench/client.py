@@ -75,6 +75,12 @@ class BenchClient:
             body["is_agent_memory"] = is_agent_memory
         return await self._call("POST", f"{MEMORIES}/from-conversation", json=body)
 
+    async def add_batch(self, user_id: str, memories: Sequence[Mapping[str, Any]] = (), *,
+                        conversations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+        """A Cortadel extension: many memories and conversations of one user in one request."""
+        body = {"user_id": user_id, "memories": list(memories), "conversations": list(conversations)}
+        return await self._call("POST", f"{MEMORIES}/batch", json=body)
+
     async def search(self, user_id: str, query: str, *, top_k: int = 10, mode: str = "hybrid", rerank: str | None = None) -> tuple[list[dict[str, Any]], float]:
         body: dict[str, Any] = {"user_id": user_id, "query": query, "top_k": top_k, "mode": mode}
         if rerank is not None:

@@ -114,6 +114,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_fallback", _choice("rules", "error"), "On an LLM outage: fall back to the rules extractor, or report `ERROR` items."),
     Setting("categories", _optional_text, "Comma-separated category taxonomy replacing the built-in one."),
     Setting("max_conversation_bytes", _int_range(64 * 1024, 1024**3), "Largest body of a from-conversation request or an MCP message, in bytes (413 beyond)."),
+    Setting("max_batch_items", _int_range(1, 100_000), "Most memories and conversations one batch request (`POST /api/v1/memories/batch`) may hold together (413 beyond)."),
+    Setting("max_batch_bytes", _int_range(64 * 1024, 1024**3), "Largest body of a batch request, in bytes (413 beyond)."),
     Setting("mcp_max_sessions", _int_range(1, 1_000_000), "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
     Setting("mcp_session_idle_timeout", _float_range(1, 86400), "Seconds after which an idle MCP session is closed."),
     Setting("query_timeout", _float_range(0.01, 600), "Seconds after which one database query is interrupted."),
@@ -151,6 +153,8 @@ class Settings:
     llm_fallback: str = "rules"
     categories: str | None = None
     max_conversation_bytes: int = 4 * 1024**2
+    max_batch_items: int = 1000
+    max_batch_bytes: int = 32 * 1024**2
     mcp_max_sessions: int = 1000
     mcp_session_idle_timeout: float = 600.0
     query_timeout: float = 10.0

@@ -58,7 +58,7 @@ class Metrics:
             ["phase"], buckets=PHASE_BUCKETS, registry=self.registry,
         )
         self.write_events = Counter(
-            "cortadel_write_events", "Facts written, by pipeline event (ADD, SUPERSEDE, SKIP_DUPLICATE, …).",
+            "cortadel_write_events", "Write outcomes, by pipeline event (ADD, SUPERSEDE, SKIP_DUPLICATE, …).",
             ["event"], registry=self.registry,
         )
         self.provider_errors = Counter(

@@ -6,28 +6,52 @@ terms (records, hits, write outcomes). The front doors translate to and from the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cortadel_server import __version__
 from cortadel_server.config import Settings
-from cortadel_server.errors import DimensionMismatch, NotFound
-from cortadel_server.metrics import Metrics
+from cortadel_server.errors import DimensionMismatch, NotFound, ValidationFailed
+from cortadel_server.metrics import JobQueue, Metrics
 from cortadel_server.pipeline.budget import WriteBudget
-from cortadel_server.pipeline.writer import ConversationTurn, WriteOutcome, Writer
+from cortadel_server.pipeline.enrich import ENRICH
+from cortadel_server.pipeline.model import Event
+from cortadel_server.pipeline.writer import ConversationInput, ConversationTurn, TextInput, WriteOutcome, Writer
 from cortadel_server.providers import build_embedder, build_reranker
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.search import Hit, Retriever, SearchRequest
 from cortadel_server.storage import open_storage
-from cortadel_server.storage.base import HistoryEntry, MemoryFilters, MemoryRecord, Storage
+from cortadel_server.storage.base import (
+    INVALIDATED,
+    SUPERSEDED,
+    HistoryEntry,
+    MemoryFilters,
+    MemoryRecord,
+    Storage,
+    UserSummary,
+)
+from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.text import fingerprint
 from cortadel_server.workers import WorkerPools
 
 log = logging.getLogger("cortadel")
+
+#: How many memories a listing with a search query ranks by relevance; the rest follow newest first.
+RANKED_LISTING_DEPTH = 1000
+#: Rows read at a time when walking the rest of such a listing.
+TAIL_BATCH = 500
+
+#: how many users the overview lists at most (the most recently active)
+USERS_LIMIT = 1000
+#: how many versions of one fact the dashboard's timeline walks at most (chains are short; a cycle is not endless)
+VERSION_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -172,6 +196,14 @@ class MemoryService:
         self.metrics.count_writes(o.event for o in outcomes)
         return outcomes
 
+    def add_batch(
+        self, user_id: str, inputs: Sequence[TextInput | ConversationInput], *, budget: WriteBudget | None = None
+    ) -> list[list[WriteOutcome]]:
+        """Many texts and conversations of one user in one transaction; per input, its outcomes."""
+        outcomes = self.writer.add_batch(user_id, inputs, budget)
+        self.metrics.count_writes(o.event for per_input in outcomes for o in per_input)
+        return outcomes
+
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         return self.storage.delete_memories(user_id, ids)
 
@@ -192,20 +224,48 @@ class MemoryService:
         return record
 
     def list_memories(
-        self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int, search_query: str | None = None
+        self,
+        user_id: str,
+        filters: MemoryFilters,
+        *,
+        offset: int,
+        limit: int,
+        search_query: str | None = None,
+        ranked_depth: int = RANKED_LISTING_DEPTH,
     ) -> tuple[list[MemoryRecord], int]:
         """A page of the memories passing ``filters`` and their total: newest first, or with a
-        ``search_query`` every one of them in hybrid relevance order (the total counts them all).
+        ``search_query`` the ``ranked_depth`` most relevant in hybrid order, then every other one
+        newest first — each memory exactly once, and the total counts them all.
 
-        The relevance order is computed over all of them for every page: fused scores depend on how
-        deep each arm fetched, so ranking only as deep as the page would let pages overlap."""
+        The ranked head is computed at the same depth for every page: fused scores depend on how
+        deep each arm fetched, so ranking only as deep as the page would let pages overlap; ranking
+        everything costs seconds at 100,000 memories."""
         if not search_query:
             return self.storage.list_memories(user_id, filters, offset=offset, limit=limit)
         _, total = self.storage.list_memories(user_id, filters, offset=0, limit=0)
         if offset >= total:
             return [], total
-        hits = self.retriever.search(SearchRequest(user_id, search_query, top_k=total, filters=filters))
-        return [h.memory for h in hits[offset : offset + limit]], total
+        hits = self.retriever.search(SearchRequest(user_id, search_query, top_k=min(total, ranked_depth), filters=filters))
+        head = [h.memory for h in hits]
+        page = head[offset : offset + limit]
+        if len(page) == limit or offset + len(page) >= total:
+            return page, total
+        ranked = {m.id for m in head}
+        skip = max(0, offset - len(head))  # tail memories before this page
+        cursor = 0
+        while len(page) < limit and cursor < total:
+            batch, _ = self.storage.list_memories(user_id, filters, offset=cursor, limit=TAIL_BATCH)
+            if not batch:
+                break
+            cursor += len(batch)
+            for record in batch:
+                if record.id in ranked:
+                    continue
+                if skip:
+                    skip -= 1
+                elif len(page) < limit:
+                    page.append(record)
+        return page, total
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
         self.get(user_id, memory_id)
@@ -278,6 +338,108 @@ class MemoryService:
     @property
     def version(self) -> str:
         return __version__
+
+    # -- the dashboard: curating and inspecting ------------------------------------------------------
+    def revise(self, user_id: str, memory_id: str, text: str, *, source: str = "dashboard") -> MemoryRecord:
+        """A corrected wording of a current fact, stored as a new version that supersedes it.
+
+        A correction, not a change in the world: the new version keeps the old one's valid time, and
+        the old one leaves the record (expired, valid time left open), so a look at the past through
+        ``known_at`` still finds the old wording and one through ``as_of`` only the new."""
+        vector = self.embedder.embed([text])[0]
+        with self.storage.write(user_id):
+            old = self.get(user_id, memory_id)
+            if not old.is_current:
+                raise ValidationFailed({"text": ["Only a current fact can be edited; this one is " + old.state]})
+            now = time.time()
+            new = dataclasses.replace(
+                old, id=str(uuid.uuid4()), text=text, fingerprint=fingerprint(text), gist=None, created_at=now,
+                updated_at=now, valid_at=old.valid_at if old.valid_at is not None else old.created_at,
+                extraction_status="pending", metadata=dict(old.metadata), tags=list(old.tags),
+                categories=list(old.categories), source_turn_uuids=list(old.source_turn_uuids),
+            )
+            self.storage.insert_memory(new, vector)
+            self.storage.update_memory(user_id, old.id, expired_at=now, superseded_by=new.id, state=SUPERSEDED, updated_at=now)
+            self.storage.record_event(user_id, old.id, Event.SUPERSEDE.value, now, {"superseded_by": new.id, "statement": text, "source": source})
+            self.storage.record_event(user_id, new.id, Event.SUPERSEDE.value, now, {"supersedes": old.id, "source": source})
+            self.storage.enqueue_job(ENRICH, user_id, new.id, {})  # its entities and categories, as for any new fact
+        self.writer.enricher.wake()
+        return self.get(user_id, new.id)
+
+    def invalidate(self, user_id: str, memory_id: str, *, since: float | None = None, source: str = "dashboard") -> MemoryRecord:
+        """A current fact stops being true at ``since`` (default now), as a retraction does."""
+        with self.storage.write(user_id):
+            fact = self.get(user_id, memory_id)
+            if not fact.is_current:
+                raise ValidationFailed({"memory_id": ["Only a current fact can be invalidated; this one is " + fact.state]})
+            now = time.time()
+            began = fact.valid_at if fact.valid_at is not None else fact.created_at
+            ends = now if since is None else since
+            if ends < began:
+                raise ValidationFailed({"invalid_since": ["Must not be before the fact became true"]})
+            self.storage.update_memory(user_id, memory_id, invalid_at=ends, expired_at=now, state=INVALIDATED, updated_at=now)
+            self.storage.record_event(user_id, memory_id, Event.INVALIDATE.value, now, {"invalid_at": ends, "source": source})
+        return self.get(user_id, memory_id)
+
+    def versions(self, user_id: str, memory_id: str) -> list[MemoryRecord]:
+        """Every version of the fact's slot, oldest first: back along the history's ``supersedes``
+        links, forward along ``superseded_by``."""
+        fact = self.get(user_id, memory_id)
+        chain = [fact]
+        seen = {fact.id}
+        while len(chain) < VERSION_LIMIT:
+            earlier = next((e.detail.get("supersedes") for e in reversed(self.storage.history(user_id, chain[0].id))
+                            if e.detail.get("supersedes") not in (None, *seen)), None)
+            record = self.storage.get_memory(user_id, str(earlier)) if earlier else None
+            if record is None:
+                break
+            chain.insert(0, record)
+            seen.add(record.id)
+        while len(chain) < VERSION_LIMIT and chain[-1].superseded_by and chain[-1].superseded_by not in seen:
+            record = self.storage.get_memory(user_id, chain[-1].superseded_by)
+            if record is None:
+                break
+            chain.append(record)
+            seen.add(record.id)
+        return chain
+
+    def entities(self, user_id: str) -> dict[str, list[str]]:
+        """The user's entities: canonical name → its aliases (folded), both sorted."""
+        grouped: dict[str, list[str]] = {}
+        for alias, canonical in self.storage.entity_names(user_id).items():
+            grouped.setdefault(canonical, []).append(alias)
+        return {canonical: sorted(aliases) for canonical, aliases in sorted(grouped.items(), key=lambda kv: kv[0].lower())}
+
+    def entity_facts(self, user_id: str, canonical: str, limit: int) -> list[MemoryRecord]:
+        """The current facts that mention the entity, most recent first."""
+        found = self.storage.memories_for_entities(user_id, [canonical], MemoryFilters(), limit)
+        records = self.storage.get_memories(user_id, [s.id for s in found])
+        return [records[s.id] for s in found if s.id in records]
+
+    def user_summaries(self, limit: int = USERS_LIMIT) -> list[UserSummary]:
+        """Who has memories: counts by state and last activity, most recently active first."""
+        return self.storage.user_summaries(limit)
+
+    def system_status(self) -> SystemStatus:
+        """What an operator looks at first: health, what is stored and what is waiting."""
+        storage = self.storage
+        return SystemStatus(
+            health=self.health(),
+            backend=storage.backend,
+            memories=storage.count_memories(),
+            pending_jobs=storage.pending_jobs() if isinstance(storage, JobQueue) else None,
+            storage_bytes=storage.file_size() if isinstance(storage, SqliteStorage) else None,
+        )
+
+
+
+@dataclass(frozen=True)
+class SystemStatus:
+    health: Health
+    backend: str
+    memories: int
+    pending_jobs: int | None
+    storage_bytes: int | None
 
 
 def _ms(started: float) -> int:

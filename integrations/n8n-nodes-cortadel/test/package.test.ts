@@ -11,6 +11,7 @@ const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf
 	files: string[];
 	dependencies?: Record<string, string>;
 	peerDependencies?: Record<string, string>;
+	peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 	n8n: { n8nNodesApiVersion: number; credentials: string[]; nodes: string[] };
 };
 
@@ -19,6 +20,9 @@ describe('built package', () => {
 		assert.equal(manifest.name, 'n8n-nodes-cortadel');
 		assert.equal(manifest.dependencies, undefined);
 		assert.deepEqual(Object.keys(manifest.peerDependencies ?? {}), ['n8n-workflow']);
+		// Optional, so `npm install <tarball>` in ~/.n8n/nodes uses the host's n8n-workflow instead of
+		// installing npm's latest beside it (a second copy, which also needs a native isolated-vm build).
+		assert.deepEqual(manifest.peerDependenciesMeta, { 'n8n-workflow': { optional: true } });
 		assert.deepEqual(manifest.files, ['dist']);
 	});
 

@@ -1,5 +1,7 @@
 import { exchange, type Connection, type Exchange } from "./http.js";
 import type {
+  AddBatchInput,
+  AddBatchResult,
   AddConversationOptions,
   AddConversationResult,
   AddOptions,
@@ -92,6 +94,22 @@ export class CortadelClient {
       body: wire.addConversationBody(this.userId, messages, options),
       signal,
       decode: wire.addConversationResult,
+    });
+  }
+
+  /**
+   * Store many memories and conversations in one request and one transaction, in order (a later
+   * item is deduplicated against an earlier one). One result per item, in the order sent; an
+   * invalid item is an `ERROR` result and the others are stored all the same (Cortadel server
+   * extension).
+   */
+  addBatch(input: AddBatchInput, signal?: AbortSignal): Promise<AddBatchResult> {
+    return this.#send({
+      method: "POST",
+      path: `${MEMORIES}/batch`,
+      body: wire.addBatchBody(this.userId, input),
+      signal,
+      decode: wire.addBatchResult,
     });
   }
 

@@ -7,10 +7,14 @@ export {
   type CortadelErrorInit,
 } from "./errors.js";
 export type {
+  AddBatchInput,
+  AddBatchResult,
   AddConversationOptions,
   AddConversationResult,
   AddOptions,
   AddResult,
+  BatchConversation,
+  BatchMemory,
   ConversationFact,
   ConversationMessage,
   CortadelClientOptions,

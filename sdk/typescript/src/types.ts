@@ -102,6 +102,29 @@ export interface AddConversationResult {
   noFactsExtracted: boolean;
 }
 
+/** One memory of `addBatch`: a text and how to store it, as `add` takes them. */
+export interface BatchMemory extends AddOptions {
+  text: string;
+}
+
+/** One conversation of `addBatch`, as `addConversation` takes it. */
+export interface BatchConversation extends AddConversationOptions {
+  messages: readonly ConversationMessage[];
+}
+
+export interface AddBatchInput {
+  /** Memories to store; a string is a text with the default options. */
+  memories?: readonly (string | BatchMemory)[];
+  conversations?: readonly BatchConversation[];
+}
+
+export interface AddBatchResult {
+  /** One per memory sent, in order, as `add` answers it; an invalid one is an `ERROR` result. */
+  memories: AddResult[];
+  /** One per conversation sent, in order, as `addConversation` answers it. */
+  conversations: AddConversationResult[];
+}
+
 export interface SearchOptions {
   /** Number of results, 1–50. Server default `10`. */
   topK?: number;

@@ -4,6 +4,8 @@
  * nullable lists become `[]`.
  */
 import type {
+  AddBatchInput,
+  AddBatchResult,
   AddConversationOptions,
   AddConversationResult,
   AddOptions,
@@ -43,16 +45,7 @@ function timePoint(value: TimePoint | undefined): string | undefined {
 }
 
 export function addBody(userId: string, text: string, options: AddOptions): Json {
-  return definedOnly({
-    user_id: userId,
-    text,
-    infer: options.infer,
-    app: options.app,
-    memory_type: options.memoryType,
-    metadata: options.metadata,
-    project: options.project,
-    tags: options.tags,
-  });
+  return definedOnly({ user_id: userId, ...memoryFields(text, options) });
 }
 
 export function addConversationBody(
@@ -60,15 +53,41 @@ export function addConversationBody(
   messages: readonly ConversationMessage[],
   options: AddConversationOptions,
 ): Json {
+  return definedOnly({ user_id: userId, ...conversationFields(messages, options) });
+}
+
+export function addBatchBody(userId: string, input: AddBatchInput): Json {
   return definedOnly({
     user_id: userId,
+    memories: (input.memories ?? []).map((m) =>
+      definedOnly(typeof m === "string" ? memoryFields(m, {}) : memoryFields(m.text, m)),
+    ),
+    conversations: (input.conversations ?? []).map((c) => definedOnly(conversationFields(c.messages, c))),
+  });
+}
+
+/** What one add sends about its memory (a batch sends the same per memory). */
+function memoryFields(text: string, options: AddOptions): Json {
+  return {
+    text,
+    infer: options.infer,
+    app: options.app,
+    memory_type: options.memoryType,
+    metadata: options.metadata,
+    project: options.project,
+    tags: options.tags,
+  };
+}
+
+function conversationFields(messages: readonly ConversationMessage[], options: AddConversationOptions): Json {
+  return {
     messages: messages.map((m) => definedOnly({ role: m.role, content: m.content, uuid: m.uuid })),
     is_agent_memory: options.isAgentMemory,
     tags: options.tags,
     project: options.project,
     session_id: options.sessionId,
     transcript_path: options.transcriptPath,
-  });
+  };
 }
 
 export function searchBody(userId: string, query: string, options: SearchOptions): Json {
@@ -188,6 +207,14 @@ export function addConversationResult(body: unknown): AddConversationResult {
   const b = object(body, "the add-conversation response");
   const results = Array.isArray(b.results) ? b.results.map(conversationFact) : [];
   return { results, noFactsExtracted: b.no_facts_extracted === true };
+}
+
+export function addBatchResult(body: unknown): AddBatchResult {
+  const b = object(body, "the batch response");
+  return {
+    memories: Array.isArray(b.memories) ? b.memories.map(addResult) : [],
+    conversations: Array.isArray(b.conversations) ? b.conversations.map(addConversationResult) : [],
+  };
 }
 
 function searchResult(item: unknown): SearchResult {

@@ -7,7 +7,7 @@ from contextlib import AbstractAsyncContextManager
 
 from fastapi import FastAPI
 
-from cortadel_server import __version__
+from cortadel_server import __version__, dashboard
 from cortadel_server.api import errors
 from cortadel_server.api.middleware import (
     AuthMiddleware,
@@ -32,14 +32,16 @@ DEFAULT_LIMIT = 256 * KIB
 
 
 def body_limits(settings: Settings) -> Callable[[str, str], int]:
-    """The largest body each operation takes. Conversations (REST and MCP) are bounded by a setting:
-    the contract's per-message limits multiply to ~150 MB, far past any real conversation."""
+    """The largest body each operation takes. Conversations (REST and MCP) and batches are bounded
+    by a setting: the contract's per-message limits multiply to ~150 MB, far past any real conversation."""
 
     def limit_for(method: str, path: str) -> int:
         if path.endswith("/from-conversation") or path.startswith("/mcp"):
             return settings.max_conversation_bytes
         if method == "POST" and path.rstrip("/") == "/api/v1/memories":
             return ADD_LIMIT
+        if method == "POST" and path.rstrip("/") == "/api/v1/memories/batch":
+            return settings.max_batch_bytes
         if method == "DELETE":
             return DELETE_LIMIT
         return DEFAULT_LIMIT
@@ -64,6 +66,7 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(debug.router)
     app.include_router(users.router)
     app.include_router(operations.router)
+    app.include_router(dashboard.router)  # the web pages, at / and /ui/ (dashboard/)
     # Added innermost first. A request meets: its request id, its timing into the metrics, the 500
     # catcher (so a failure in any later layer still answers the contract's body), the key check
     # (headers only), the body limit, then the key's user filled in as the default user_id.

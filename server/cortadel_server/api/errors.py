@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from cortadel_server.api.middleware import error_body
@@ -29,12 +30,17 @@ def validation_response(request: Request, errors: dict[str, list[str]], detail: 
         "title": "One or more validation errors occurred.",
         "status": 400,
         "code": "validation_error",
-        "message": detail or "; ".join(f"{k}: {v[0]}" for k, v in errors.items()),
+        "message": detail or summary(errors),
         "detail": detail,
         "errors": errors,
     }
     log.info("400 validation_error %s %s request_id=%s errors=%s", request.method, request.url.path, _request_id(request), errors)
     return JSONResponse(body, status_code=400)
+
+
+def summary(errors: dict[str, list[str]]) -> str:
+    """One line naming each bad field and its first problem."""
+    return "; ".join(f"{k}: {v[0]}" for k, v in errors.items())
 
 
 def _field_name(loc: tuple[Any, ...]) -> str:
@@ -43,7 +49,8 @@ def _field_name(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
-def _from_pydantic(exc: RequestValidationError) -> tuple[dict[str, list[str]], str | None]:
+def field_errors(exc: RequestValidationError | ValidationError) -> tuple[dict[str, list[str]], str | None]:
+    """The problems per field of a request body (or of one item of a batch), and the whole body's."""
     errors: dict[str, list[str]] = {}
     detail = None
     for err in exc.errors():
@@ -67,7 +74,7 @@ def _from_pydantic(exc: RequestValidationError) -> tuple[dict[str, list[str]], s
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors, detail = _from_pydantic(exc)
+        errors, detail = field_errors(exc)
         return validation_response(request, errors, detail)
 
     @app.exception_handler(ValidationFailed)

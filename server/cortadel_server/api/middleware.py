@@ -11,6 +11,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
@@ -145,6 +146,26 @@ class BodyLimitMiddleware:
         await self.app(scope, replaying(b"".join(chunks), receive), send)
 
 
+#: the dashboard's login cookie (HttpOnly, SameSite=Strict): a browser sends no header, so on the
+#: dashboard's pages the key may come from here
+DASHBOARD_COOKIE = "cortadel_key"
+DASHBOARD_LOGIN = "/ui/login"
+
+
+def is_dashboard_path(path: str) -> bool:
+    return path == "/" or path == "/ui" or path.startswith("/ui/")
+
+
+def dashboard_key_from(scope: Scope) -> str | None:
+    cookies = SimpleCookie()
+    try:
+        cookies.load(dict(scope["headers"]).get(b"cookie", b"").decode("latin-1"))
+    except CookieError:
+        return None  # a mangled Cookie header is no key
+    morsel = cookies.get(DASHBOARD_COOKIE)
+    return (morsel.value or None) if morsel is not None else None
+
+
 def api_key_from(scope: Scope) -> str | None:
     """The key from ``Authorization: Bearer``, the ``API_KEY`` header or ``?api_key=``."""
     headers = dict(scope["headers"])
@@ -161,7 +182,8 @@ def api_key_from(scope: Scope) -> str | None:
 class AuthMiddleware:
     """With an auth secret, every path but the open ones needs a valid key (401 otherwise).
 
-    It looks at headers and the query string only, so an unauthenticated request is refused before
+    It looks at headers and the query string only (on the dashboard's pages also its login cookie,
+    where a browser that is not signed in is sent to the login form), so an unauthenticated request is refused before
     a byte of its body is read. The user the key is bound to is put in ``scope["state"]["key_user"]``;
     routes compare it with the user they act for (403 on a mismatch).
     """
@@ -169,7 +191,9 @@ class AuthMiddleware:
     OPEN_PATHS = ("/api/health", "/livez", "/readyz", "/docs", "/openapi.json", "/redoc")
     #: where the admin credential is accepted (marked ``scope["state"]["admin"]``); elsewhere it is
     #: no key at all, so it can never act as a user
-    ADMIN_PATHS = ("/api/v1/debug/", "/api/v1/users/", "/metrics")
+    ADMIN_PATHS = ("/api/v1/debug/", "/api/v1/users/", "/metrics", "/ui/")
+    #: the dashboard's login form and its assets
+    DASHBOARD_OPEN_PATHS = (DASHBOARD_LOGIN, "/ui/static/")
 
     def __init__(self, app: ASGIApp, secret: str | None, admin_key: str | None = None) -> None:
         self.app = app
@@ -180,19 +204,24 @@ class AuthMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        key = api_key_from(scope)
+        dashboard = is_dashboard_path(scope["path"])
+        key = api_key_from(scope) or (dashboard_key_from(scope) if dashboard else None)
         if scope["path"].startswith(self.ADMIN_PATHS) and is_admin_key(self.admin_key, key):
             scope.setdefault("state", {})["admin"] = True
             await self.app(scope, receive, send)
             return
-        if self.secret is None or scope["path"].startswith(self.OPEN_PATHS):
+        if self.secret is None or scope["path"].startswith(self.OPEN_PATHS + self.DASHBOARD_OPEN_PATHS):
             await self.app(scope, receive, send)
             return
         request_id = scope.get("state", {}).get("request_id")
+        user = verify_key(self.secret, key) if key is not None else None
+        if user is None and dashboard:  # a browser is sent to the login form instead
+            await send({"type": "http.response.start", "status": 303, "headers": [(b"location", DASHBOARD_LOGIN.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         if key is None:
             await send_json(send, 401, error_body(401, "unauthorized", "Missing API key"), request_id)
             return
-        user = verify_key(self.secret, key)
         if user is None:
             await send_json(send, 401, error_body(401, "unauthorized", "Invalid API key"), request_id)
             return

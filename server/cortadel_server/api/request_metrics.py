@@ -59,6 +59,8 @@ class RequestMetricsMiddleware:
             await self.app(scope, receive, recording_send)
         finally:
             application = scope["app"]  # set by Starlette before its middleware stack runs
-            application.state.service.metrics.observe_request(
-                operation_of(application.router.routes, scope), status, time.perf_counter() - started
-            )
+            service = getattr(application.state, "service", None)  # none in an app built only for its spec
+            if service is not None:
+                service.metrics.observe_request(
+                    operation_of(application.router.routes, scope), status, time.perf_counter() - started
+                )

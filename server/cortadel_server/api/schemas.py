@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, StrictBool, field_validator
 
 from cortadel_server.inputs import check_json_value
 
@@ -56,8 +56,9 @@ Timestamp = Annotated[
 
 
 # -- requests ------------------------------------------------------------------------------------
-class CreateMemoryRequest(Request):
-    user_id: UserId
+class NewMemory(Request):
+    """A memory to add: every field of a single add but its user."""
+
     text: str = Field(min_length=1, max_length=50000, description="The statement to remember.")
     infer: StrictBool | None = Field(None, description="Run fact extraction (default true); false stores the text verbatim.")
     app: str | None = Field(None, description="Name of the application writing the memory.")
@@ -69,6 +70,10 @@ class CreateMemoryRequest(Request):
     timestamp: Timestamp = Field(None, description="When the statement was made (extension; default now): its valid time starts then and relative time expressions resolve against it.")
 
 
+class CreateMemoryRequest(NewMemory):
+    user_id: UserId
+
+
 class ConversationMessageItem(Request):
     role: str = Field(min_length=1, max_length=20)
     content: str = Field(min_length=1, max_length=50000)
@@ -76,14 +81,35 @@ class ConversationMessageItem(Request):
     timestamp: Timestamp = Field(None, description="When the turn was said (extension; default now): relative time expressions resolve against it.")
 
 
-class AddConversationRequest(Request):
-    user_id: UserId
+class NewConversation(Request):
+    """A conversation to distil: every field of a single from-conversation request but its user."""
+
     messages: list[ConversationMessageItem] = Field(min_length=1, max_length=500)
     is_agent_memory: StrictBool | None = Field(None, description="Extract the assistant's statements instead of the user's.")
     tags: list[str] | None = None
     project: str | None = None
     session_id: str | None = None
     transcript_path: str | None = None
+
+
+class AddConversationRequest(NewConversation):
+    user_id: UserId
+
+
+class BatchRequest(BaseModel):
+    """Many memories and conversations of one user (extension). Each item is validated on its own:
+    a bad one is that item's `ERROR` result, never a 400 of the batch, so items arrive unvalidated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: UserId
+    memories: list[SkipValidation[NewMemory]] | None = Field(None, description="Memories to add, as single adds take them.")
+    conversations: list[SkipValidation[NewConversation]] | None = Field(None, description="Conversations to distil, as from-conversation takes them.")
+
+    @field_validator("user_id", mode="before")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        return Request.storable(value)
 
 
 class SearchMemoriesRequest(Request):
@@ -133,6 +159,11 @@ class ConversationIngestItem(Response):
 class ConversationIngestResponse(Response):
     results: list[ConversationIngestItem] | None = None
     no_facts_extracted: bool | None = None
+
+
+class BatchResponse(Response):
+    memories: list[MemoryCreatedResponse] = Field(description="One per memory sent, in order, as a single add answers it.")
+    conversations: list[ConversationIngestResponse] = Field(description="One per conversation sent, in order, as from-conversation answers it.")
 
 
 class HybridSearchResult(Response):

@@ -12,15 +12,22 @@
     outcome = writer.add_text("alice", "I live in Berlin.", infer=True, app_name="cli",
                               memory_type=None, metadata={}, project=None, tags=[], source="add")
     outcome.event, outcome.id, outcome.memory, outcome.record
+    per_input = writer.add_batch("alice", [TextInput("I live in Berlin.", infer=False), ConversationInput(turns)])
+                                    # one list of outcomes per input, in order
 
     writer.close()
 
-Per candidate fact, in one storage write transaction: find its neighbours among the user's current
-facts (exact fingerprint, vector similarity and BM25, or the entity's facts for a deletion),
-decide (`cortadel_server.pipeline.decide`), apply the event and record it in the fact history.
-Because the neighbours are read inside the same serialised transaction that writes, two concurrent
-writes of one fact give one `ADD` and one `SKIP_DUPLICATE`. Embeddings, and any LLM call, happen
-before the transaction. "Now" is read inside it too: a statement sent without a time gets the
+Every write is a batch (a single add or conversation is a batch of one input): each input is
+turned into candidate facts, every candidate is embedded in one embedder call, and then, in one
+storage write transaction for the whole batch and in input order, per candidate fact: find its
+neighbours among the user's current facts (exact fingerprint, vector similarity and BM25, or the
+entity's facts for a deletion), decide (`cortadel_server.pipeline.decide`), apply the event and
+record it in the fact history. Because the neighbours are read inside the same serialised
+transaction that writes, two concurrent writes of one fact give one `ADD` and one
+`SKIP_DUPLICATE`, and a later fact of a batch sees the earlier ones. Embeddings, and any LLM call,
+happen before the transaction. When storing a fact fails, the batch's transaction rolls back whole
+and every fact is stored again in a transaction of its own, so only the failing fact is an `ERROR`
+and nothing of it is half-applied. "Now" is read inside it too: a statement sent without a time gets the
 instant its transaction began as its valid time (and every record time is that instant), so the
 serial order of writes and their times agree.
 
@@ -61,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cortadel_server.config import Settings
-from cortadel_server.errors import CortadelError, ExtractionFailed, RequestCancelled
+from cortadel_server.errors import BudgetExceeded, CortadelError, ExtractionFailed, RequestCancelled
 from cortadel_server.language.entities import canonical_entity
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
@@ -95,7 +102,7 @@ from cortadel_server.text import fingerprint
 if TYPE_CHECKING:
     from cortadel_server.retrieval.search import Retriever
 
-__all__ = ["ConversationTurn", "WriteOutcome", "Writer"]
+__all__ = ["ConversationInput", "ConversationTurn", "TextInput", "WriteOutcome", "Writer"]
 
 log = logging.getLogger("cortadel.pipeline")
 
@@ -139,6 +146,35 @@ class WriteOutcome:
 
 
 @dataclass(frozen=True)
+class TextInput:
+    """One text to remember, as a single add takes it (`add_text` names each field)."""
+
+    text: str
+    infer: bool = True
+    app_name: str | None = None
+    memory_type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    project: str | None = None
+    tags: tuple[str, ...] = ()
+    source: str = "add"
+    session_id: str | None = None
+    at: float | None = None
+
+
+@dataclass(frozen=True)
+class ConversationInput:
+    """One conversation to distil into facts (`add_conversation` names each field)."""
+
+    turns: Sequence[ConversationTurn]
+    is_agent_memory: bool = False
+    app_name: str | None = None
+    tags: tuple[str, ...] = ()
+    project: str | None = None
+    session_id: str | None = None
+    transcript_path: str | None = None
+
+
+@dataclass(frozen=True)
 class _Scope:
     """What the request says about every fact it writes."""
 
@@ -152,6 +188,21 @@ class _Scope:
     tags: tuple[str, ...] = ()
     session_id: str | None = None
     transcript_path: str | None = None
+
+
+@dataclass
+class _Pending:
+    """One input of a batch on its way to storage: its candidate facts and their outcomes (preset
+    when it stores nothing)."""
+
+    scope: _Scope
+    candidates: list[Candidate]
+    outcomes: list[WriteOutcome] = field(default_factory=list)
+
+
+def _out_of_time(budget: WriteBudget) -> WriteOutcome:
+    error = f"Not stored: the request's {budget.seconds:g} s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."
+    return WriteOutcome(Event.ERROR.value, error=error)
 
 
 def _ts(moment: datetime) -> float:
@@ -234,24 +285,8 @@ class Writer:
         deduplicated. All results are in `extra["results"]`; the first one is returned. Text that
         only gives the assistant orders is not stored when inferring (an `ERROR` outcome says so).
         Raises BudgetExceeded when extraction outruns the budget."""
-        budget = (budget or WriteBudget()).start(self.budget_seconds, llm_seconds=self.llm_seconds)
-        scope = _Scope(user_id, infer, source, app_name, memory_type, dict(metadata), project, tuple(tags), session_id)
-        turn = Turn("user", text, None, datetime.fromtimestamp(self.clock() if at is None else at, UTC), at_now=at is None)
-        candidates: list[Candidate] = []
-        if infer:
-            try:
-                candidates = self.extractor.extract([turn], explicit=True, budget=budget)
-            except ExtractionFailed as exc:
-                return WriteOutcome(Event.ERROR.value, error=str(exc))
-            except RequestCancelled as exc:
-                return WriteOutcome(Event.ERROR.value, error=str(exc))
-            if not candidates and addresses_assistant(text):
-                return WriteOutcome(Event.ERROR.value, error=INSTRUCTION_NOT_STORED)
-        if not candidates:
-            candidates = [self.rules.verbatim(text, turn)]
-        outcomes = self._write(scope, candidates, budget)
-        if not outcomes:
-            return WriteOutcome(Event.ERROR.value, memory=text, error="Nothing to forget: no current memory matches.")
+        item = TextInput(text, infer, app_name, memory_type, dict(metadata), project, tuple(tags), source, session_id, at)
+        outcomes = self.add_batch(user_id, [item], budget)[0]
         first = outcomes[0]
         first.extra["results"] = outcomes
         return first
@@ -272,58 +307,142 @@ class Writer:
         """Distil the turns into facts and store each one; [] when nothing was extracted (and
         nothing stored). An extraction outage without fallback gives one ERROR outcome; raises
         BudgetExceeded when extraction outruns the budget."""
+        item = ConversationInput(tuple(turns), is_agent_memory, app_name, tuple(tags), project, session_id, transcript_path)
+        return self.add_batch(user_id, [item], budget)[0]
+
+    def add_batch(
+        self, user_id: str, inputs: Sequence[TextInput | ConversationInput], budget: WriteBudget | None = None
+    ) -> list[list[WriteOutcome]]:
+        """Store many inputs of one user: per input, in order, its outcomes as `add_text` (never
+        empty, the first is the answer) or `add_conversation` (empty: nothing extracted) gives them.
+
+        Every fact of the batch is embedded in one call and stored in one transaction, in input
+        order, so a later input is deduplicated against (and supersedes) an earlier one. Raises
+        BudgetExceeded when extracting the first input outruns the budget; when a later one does,
+        it and the rest are `ERROR` outcomes and what was extracted before is stored."""
         budget = (budget or WriteBudget()).start(self.budget_seconds, llm_seconds=self.llm_seconds)
+        pending: list[_Pending] = []
+        for index, item in enumerate(inputs):
+            try:
+                pending.append(self._prepare(user_id, item, budget))
+            except BudgetExceeded:
+                if index == 0:
+                    raise
+                pending.extend(_Pending(_Scope(user_id, False, "add"), [], [_out_of_time(budget)]) for _ in inputs[index:])
+                break
+        self._write(user_id, pending, budget)
+        for item, unit in zip(inputs, pending, strict=True):
+            if isinstance(item, TextInput) and not unit.outcomes:
+                unit.outcomes.append(
+                    WriteOutcome(Event.ERROR.value, memory=item.text, error="Nothing to forget: no current memory matches.")
+                )
+        return [unit.outcomes for unit in pending]
+
+    # -- the pipeline ----------------------------------------------------------------------------
+    def _prepare(self, user_id: str, item: TextInput | ConversationInput, budget: WriteBudget) -> _Pending:
+        """The input's candidate facts, or the outcome that says why it stores nothing."""
+        if isinstance(item, ConversationInput):
+            return self._prepare_conversation(user_id, item, budget)
+        scope = _Scope(
+            user_id, item.infer, item.source, item.app_name, item.memory_type, dict(item.metadata), item.project,
+            item.tags, item.session_id,
+        )
+        turn = Turn("user", item.text, None, datetime.fromtimestamp(self.clock() if item.at is None else item.at, UTC), at_now=item.at is None)
+        candidates: list[Candidate] = []
+        if item.infer:
+            try:
+                candidates = self.extractor.extract([turn], explicit=True, budget=budget)
+            except (ExtractionFailed, RequestCancelled) as exc:
+                return _Pending(scope, [], [WriteOutcome(Event.ERROR.value, error=str(exc))])
+            if not candidates and addresses_assistant(item.text):
+                return _Pending(scope, [], [WriteOutcome(Event.ERROR.value, error=INSTRUCTION_NOT_STORED)])
+        if not candidates:
+            candidates = [self.rules.verbatim(item.text, turn)]
+        forced = item.memory_type if item.memory_type in _MEMORY_TYPES else None  # invalid → classify
+        if forced:
+            candidates = [dataclasses.replace(c, memory_type=MemoryType(forced)) for c in candidates]
+        return _Pending(scope, candidates)
+
+    def _prepare_conversation(self, user_id: str, item: ConversationInput, budget: WriteBudget) -> _Pending:
         now = self.clock()
         timed = [
             Turn(t.role, t.content, t.uuid, datetime.fromtimestamp(now if t.at is None else t.at, UTC), at_now=t.at is None)
-            for t in turns
+            for t in item.turns
         ]
+        scope = _Scope(
+            user_id, True, "conversation", item.app_name, None, {}, item.project, item.tags, item.session_id,
+            item.transcript_path,
+        )
         try:
-            candidates = self.extractor.extract(timed, is_agent_memory=is_agent_memory, budget=budget)
+            return _Pending(scope, self.extractor.extract(timed, is_agent_memory=item.is_agent_memory, budget=budget))
         except ExtractionFailed as exc:
-            return [WriteOutcome(Event.ERROR.value, error=str(exc))]
+            return _Pending(scope, [], [WriteOutcome(Event.ERROR.value, error=str(exc))])
         except RequestCancelled:
-            return []
-        scope = _Scope(user_id, True, "conversation", app_name, None, {}, project, tuple(tags), session_id, transcript_path)
-        return self._write(scope, candidates, budget)
+            return _Pending(scope, [])
 
-    # -- the pipeline ----------------------------------------------------------------------------
-    def _write(self, scope: _Scope, candidates: Sequence[Candidate], budget: WriteBudget) -> list[WriteOutcome]:
+    def _write(self, user_id: str, pending: Sequence[_Pending], budget: WriteBudget) -> None:
+        """Store every candidate of `pending`, filling in their outcomes."""
+        candidates = [c for unit in pending for c in unit.candidates]
         if not candidates:
-            return []
+            return
         texts = list(dict.fromkeys([c.text for c in candidates] + [_query(c) for c in candidates]))
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True))
-        outcomes: list[WriteOutcome] = []
-        forced = scope.memory_type if scope.memory_type in _MEMORY_TYPES else None  # invalid → classify
-        for done, candidate in enumerate(candidates):
-            if budget.cancelled:
-                log.info("client went away: %d of %d facts written, the rest dropped", done, len(candidates))
-                break
-            if budget.spent:
-                error = f"Not stored: the request's {budget.seconds:g} s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."
-                outcomes.extend(WriteOutcome(Event.ERROR.value, memory=c.text, error=error) for c in candidates[done:])
-                break
-            if forced:
-                candidate = dataclasses.replace(candidate, memory_type=MemoryType(forced))
+        if len(candidates) == 1 or self.judge is not None:
+            # The model is never asked while the write lock is held: with a judge, each fact takes
+            # its own transaction after its verdict.
+            self._store(pending, vectors, budget, alone=True)
+        else:
             try:
-                outcomes.extend(self._one(scope, candidate, vectors[candidate.text], vectors[_query(candidate)], budget))
+                with self.storage.write(user_id):
+                    self._store(pending, vectors, budget, alone=False)
             except CortadelError as exc:
-                log.error("write failed for a %d-character fact: %s", len(candidate.text), exc)  # never the text
-                outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
-        if any(o.event in (Event.ADD.value, Event.SUPERSEDE.value, Event.RESOLVE.value) for o in outcomes) and scope.infer:
+                # The batch rolled back whole: store each fact alone, so only the failing one is lost.
+                log.warning("a batch of %d facts failed (%s); storing each fact in its own transaction", len(candidates), exc)
+                for unit in pending:
+                    if unit.candidates:
+                        unit.outcomes.clear()
+                self._store(pending, vectors, budget, alone=True)
+        written = (Event.ADD.value, Event.SUPERSEDE.value, Event.RESOLVE.value)
+        if any(unit.scope.infer and any(o.event in written for o in unit.outcomes) for unit in pending):
             self.enricher.wake()
-        return outcomes
+
+    def _store(self, pending: Sequence[_Pending], vectors: dict[str, np.ndarray], budget: WriteBudget, *, alone: bool) -> None:
+        """Decide and apply each candidate in order. `alone`: each in its own transaction, a failure
+        being that fact's `ERROR`; else a failure propagates (and rolls the enclosing one back)."""
+        todo = [(unit, c) for unit in pending for c in unit.candidates]
+        for done, (unit, candidate) in enumerate(todo):
+            if budget.cancelled:
+                log.info("client went away: %d of %d facts written, the rest dropped", done, len(todo))
+                return
+            if budget.spent:
+                for later, fact in todo[done:]:
+                    later.outcomes.append(dataclasses.replace(_out_of_time(budget), memory=fact.text))
+                return
+            try:
+                query_vector = vectors[_query(candidate)]
+                judged = self._judge(unit.scope.user_id, candidate, query_vector, budget)
+                unit.outcomes.extend(self._one(unit.scope, candidate, vectors[candidate.text], query_vector, judged))
+            except CortadelError as exc:
+                if not alone:
+                    raise
+                log.error("write failed for a %d-character fact: %s", len(candidate.text), exc)  # never the text
+                unit.outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
+
+    def _judge(
+        self, user_id: str, candidate: Candidate, query_vector: np.ndarray, budget: WriteBudget
+    ) -> tuple[Decision, Decision] | None:
+        """The rule decision and the model's verdict on it, when the rules found it ambiguous
+        (asked before the write lock is taken; `_one` re-checks the rule decision under it)."""
+        if self.judge is None or candidate.intent is not Intent.REMEMBER:
+            return None
+        neighbours = self._neighbours(user_id, candidate, query_vector)
+        ruled = decide(candidate, neighbours)
+        return (ruled, self.judge.judge(candidate, neighbours, ruled, budget)) if ruled.ambiguous else None
 
     def _one(
-        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray, budget: WriteBudget
+        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray,
+        judged: tuple[Decision, Decision] | None,
     ) -> list[WriteOutcome]:
-        judged: tuple[Decision, Decision] | None = None
-        if self.judge is not None and candidate.intent is Intent.REMEMBER:
-            # Settle an ambiguous case with the model before taking the write lock.
-            neighbours = self._neighbours(scope.user_id, candidate, query_vector)
-            ruled = decide(candidate, neighbours)
-            if ruled.ambiguous:
-                judged = (ruled, self.judge.judge(candidate, neighbours, ruled, budget))
         with self.storage.write():
             now = self.clock()
             if candidate.at_now:

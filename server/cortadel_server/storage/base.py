@@ -126,6 +126,15 @@ class Job:
 
 
 @dataclass(frozen=True)
+class UserSummary:
+    """One user at a glance: memories per state and the last time any of them was written."""
+
+    user_id: str
+    states: dict[str, int]
+    last_activity: float
+
+
+@dataclass(frozen=True)
 class IndexInfo:
     """What the vector index holds, for the health check and the dimension guard."""
 
@@ -147,7 +156,8 @@ class Storage(abc.ABC):
     **Tenancy.** Every method that reads or writes a user's data takes that ``user_id`` and filters
     every statement on it, joins included; no method returns or changes a row of another user. The
     only cross-user operations are the job queue (``claim_job`` and ``requeue_running_jobs`` take
-    any user's job, which then names its user) and the index maintenance of the vectors section.
+    any user's job, which then names its user), the index maintenance of the vectors section and
+    ``user_summaries`` (the admin's overview of every user).
 
     **Transactions.** ``write()`` opens one transaction; everything inside commits together when
     the block exits, or rolls back together when it raises. Writers of one user are serialised,
@@ -323,3 +333,8 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def count_memories(self) -> int: ...
+
+    # -- overview --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def user_summaries(self, limit: int) -> list[UserSummary]:
+        """Every user with memories, most recently active first (at most ``limit``)."""

@@ -36,6 +36,7 @@ from cortadel_server.storage.base import (
     MemoryRecord,
     ScoredId,
     Storage,
+    UserSummary,
 )
 from cortadel_server.storage.columns import (
     JSON_COLUMNS,
@@ -50,6 +51,7 @@ from cortadel_server.storage.columns import (
     VERSION_FLOOR,
 )
 from cortadel_server.storage.filters import Dialect, where_clause
+from cortadel_server.storage.overview import USER_STATES, summarise_users
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
@@ -92,7 +94,7 @@ def ranked_sql(table: str, key: str, where: str) -> str:
     those of ``where``.
     """
     return f"""
-        WITH words AS (
+        WITH words AS MATERIALIZED (  -- once per query, not once per matching row
             SELECT w.q, ln(1 + (n.n - w.df + 0.5) / (w.df + 0.5)) AS idf
             FROM (SELECT to_tsquery('cortadel', word) AS q,
                          (SELECT count(*) FROM {table} WHERE user_id = %s AND search @@ to_tsquery('cortadel', word)) AS df
@@ -674,6 +676,9 @@ class PostgresStorage(Storage):
 
     def count_memories(self) -> int:
         return int(self._rows(None, "SELECT count(*) FROM memories")[0][0])
+
+    def user_summaries(self, limit: int) -> list[UserSummary]:
+        return summarise_users(self._rows(None, USER_STATES), limit)
 
 
 def _require_pgvector(conn: psycopg.Connection[Any]) -> None:

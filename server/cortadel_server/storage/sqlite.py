@@ -30,6 +30,7 @@ from cortadel_server.storage.base import (
     MemoryRecord,
     ScoredId,
     Storage,
+    UserSummary,
 )
 from cortadel_server.storage.columns import (
     JSON_COLUMNS,
@@ -45,6 +46,7 @@ from cortadel_server.storage.columns import (
 )
 from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.migrations import migrate
+from cortadel_server.storage.overview import USER_STATES, summarise_users
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 from cortadel_server.storage.vector_cache import UserVectors, VectorCache
@@ -732,6 +734,9 @@ class SqliteStorage(Storage):
 
     def count_memories(self) -> int:
         return int(self._rows("SELECT count(*) FROM memories")[0][0])
+
+    def user_summaries(self, limit: int) -> list[UserSummary]:
+        return summarise_users(self._rows(USER_STATES), limit)
 
     def file_size(self) -> int:
         """Bytes on disk: the database file plus its WAL."""

@@ -46,6 +46,7 @@ def backup_database(database: Path, target: Path) -> BackupCopy:
     if target.resolve() == database.resolve():
         raise StorageError(f"the backup would overwrite the database itself ({database}): name another file")
     started = time.monotonic()
+    target.parent.mkdir(parents=True, exist_ok=True)
     partial = _copy(database, target)
     partial.replace(target)
     return BackupCopy(target, target.stat().st_size, _memories_in(target), round(time.monotonic() - started, 3))

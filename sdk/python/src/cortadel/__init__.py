@@ -1,7 +1,7 @@
 """Python client for the Cortadel long-term memory server.
 
 ``CortadelClient`` (async) and ``SyncCortadelClient`` (blocking) offer the same calls: ``add``,
-``add_conversation``, ``search``, ``list``, ``get``, ``history``, ``delete``, ``health``. The
+``add_conversation``, ``add_batch``, ``search``, ``list``, ``get``, ``history``, ``delete``, ``health``. The
 names below are the whole public surface; the underscore modules are private.
 """
 
@@ -20,6 +20,9 @@ from ._http import DEFAULT_BASE_URL, DEFAULT_TIMEOUT, Retry
 from ._models import (
     DEFAULT_LIST_SIZE,
     AddOptions,
+    BatchConversation,
+    BatchMemory,
+    BatchResult,
     ChatMessage,
     ConversationIngestItem,
     ConversationOptions,
@@ -43,6 +46,9 @@ from ._version import __version__
 __all__ = [
     "AddOptions",
     "AuthenticationError",
+    "BatchConversation",
+    "BatchMemory",
+    "BatchResult",
     "ChatMessage",
     "ConversationIngestItem",
     "ConversationOptions",

@@ -68,6 +68,22 @@ class ConversationOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchMemory:
+    """*Extra.* One memory of ``add_batch``: a text and how to store it, as ``add`` takes them."""
+
+    text: str
+    options: AddOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchConversation:
+    """*Extra.* One conversation of ``add_batch``, as ``add_conversation`` takes it."""
+
+    messages: list[ChatMessage]
+    options: ConversationOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchOptions:
     """Tuning for ``search``."""
 
@@ -141,6 +157,16 @@ class MemoryCreated:
     """The stored metadata as a JSON-encoded string, as the server sends it."""
     error: str | None = None
     """*Extra.* Why nothing was stored, when ``event`` is ``ERROR``."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """*Extra.* What ``add_batch`` did: one result per memory and per conversation sent, in the
+    order sent, each as ``add`` or ``add_conversation`` answers it. An invalid item is an
+    ``ERROR`` result whose ``error`` says why; the other items are stored all the same."""
+
+    memories: list[MemoryCreated] = field(default_factory=list)
+    conversations: list[ConversationResult] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,9 @@ from urllib.parse import quote
 from . import _wire
 from ._models import (
     AddOptions,
+    BatchConversation,
+    BatchMemory,
+    BatchResult,
     ChatMessage,
     ConversationOptions,
     ConversationResult,
@@ -56,40 +59,55 @@ class Call(Generic[T]):
 
 
 def add(scope: Scope, text: str, options: AddOptions | None) -> Call[MemoryCreated]:
-    o = options or AddOptions()
-    body = _wire.without_nulls(
-        {
-            "user_id": scope.user_id,
-            "text": text,
-            "infer": True if o.infer is None else o.infer,
-            "app": o.app,
-            "memory_type": o.memory_type,
-            "metadata": None if o.metadata is None else dict(o.metadata),
-            "project": o.project,
-            "tags": None if o.tags is None else list(o.tags),
-        }
-    )
+    body = _wire.without_nulls({"user_id": scope.user_id, **_memory_fields(text, options)})
     return Call("POST", MEMORIES, _wire.memory_created, body=body)
 
 
 def add_conversation(
     scope: Scope, messages: Iterable[ChatMessage], options: ConversationOptions | None
 ) -> Call[ConversationResult]:
-    o = options or ConversationOptions()
+    body = _wire.without_nulls({"user_id": scope.user_id, **_conversation_fields(messages, options)})
+    return Call("POST", f"{MEMORIES}/from-conversation", _wire.conversation_result, body=body)
+
+
+def add_batch(
+    scope: Scope, memories: Iterable[str | BatchMemory], conversations: Iterable[BatchConversation]
+) -> Call[BatchResult]:
+    items = [m if isinstance(m, BatchMemory) else BatchMemory(m) for m in memories]
     body = _wire.without_nulls(
         {
             "user_id": scope.user_id,
-            "messages": [
-                _wire.without_nulls({"role": m.role, "content": m.content, "uuid": m.uuid}) for m in messages
-            ],
-            "is_agent_memory": o.is_agent_memory,
-            "tags": list(o.tags) if o.tags else None,
-            "project": o.project,
-            "session_id": o.session_id,
-            "transcript_path": o.transcript_path,
+            "memories": [_wire.without_nulls(_memory_fields(m.text, m.options)) for m in items],
+            "conversations": [_wire.without_nulls(_conversation_fields(c.messages, c.options)) for c in conversations],
         }
     )
-    return Call("POST", f"{MEMORIES}/from-conversation", _wire.conversation_result, body=body)
+    return Call("POST", f"{MEMORIES}/batch", _wire.batch_result, body=body)
+
+
+def _memory_fields(text: str, options: AddOptions | None) -> _wire.Json:
+    """What one add sends about its memory (a batch sends the same per memory)."""
+    o = options or AddOptions()
+    return {
+        "text": text,
+        "infer": True if o.infer is None else o.infer,
+        "app": o.app,
+        "memory_type": o.memory_type,
+        "metadata": None if o.metadata is None else dict(o.metadata),
+        "project": o.project,
+        "tags": None if o.tags is None else list(o.tags),
+    }
+
+
+def _conversation_fields(messages: Iterable[ChatMessage], options: ConversationOptions | None) -> _wire.Json:
+    o = options or ConversationOptions()
+    return {
+        "messages": [_wire.without_nulls({"role": m.role, "content": m.content, "uuid": m.uuid}) for m in messages],
+        "is_agent_memory": o.is_agent_memory,
+        "tags": list(o.tags) if o.tags else None,
+        "project": o.project,
+        "session_id": o.session_id,
+        "transcript_path": o.transcript_path,
+    }
 
 
 def search(scope: Scope, query: str, options: SearchOptions | None) -> Call[SearchResults]:

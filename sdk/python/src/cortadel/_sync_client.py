@@ -14,6 +14,9 @@ from ._errors import CortadelError
 from ._http import DEFAULT_APP_NAME, DEFAULT_TIMEOUT, Endpoint, Retry, finish, translated_transport_errors
 from ._models import (
     AddOptions,
+    BatchConversation,
+    BatchMemory,
+    BatchResult,
     ChatMessage,
     ConversationOptions,
     ConversationResult,
@@ -71,6 +74,13 @@ class SyncCortadelClient:
     ) -> ConversationResult:
         """Distil a conversation into facts and store each one."""
         return self._run(ops.add_conversation(self._endpoint.scope, messages, options))
+
+    def add_batch(
+        self, memories: Iterable[str | BatchMemory] = (), conversations: Iterable[BatchConversation] = ()
+    ) -> BatchResult:
+        """*Extra.* Store many memories and conversations in one request and one transaction, in
+        order (a later item is deduplicated against an earlier one); a result per item, in order."""
+        return self._run(ops.add_batch(self._endpoint.scope, memories, conversations))
 
     def search(self, query: str, options: SearchOptions | None = None) -> SearchResults:
         """The memories that best match ``query``, best first."""

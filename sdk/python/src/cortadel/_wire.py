@@ -10,6 +10,7 @@ from datetime import timezone
 from typing import Any
 
 from ._models import (
+    BatchResult,
     ConversationIngestItem,
     ConversationResult,
     HealthResult,
@@ -59,6 +60,13 @@ def conversation_result(d: Json) -> ConversationResult:
         if items
         else None,
         no_facts_extracted=d.get("no_facts_extracted"),
+    )
+
+
+def batch_result(d: Json) -> BatchResult:
+    return BatchResult(
+        memories=[memory_created(m) for m in d.get("memories") or []],
+        conversations=[conversation_result(c) for c in d.get("conversations") or []],
     )
 
 

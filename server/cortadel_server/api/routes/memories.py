@@ -9,13 +9,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from cortadel_server.api import render, schemas
 from cortadel_server.api.deps import Authorized, QueryUser, QueryUserOrKey, Service
-from cortadel_server.errors import NotFound, ValidationFailed
+from cortadel_server.api.errors import field_errors, summary
+from cortadel_server.errors import NotFound, PayloadTooLarge, ValidationFailed
 from cortadel_server.inputs import parse_instant, parse_memory_type, search_filters
 from cortadel_server.pipeline.budget import WriteBudget
-from cortadel_server.pipeline.writer import ConversationTurn
+from cortadel_server.pipeline.model import Event
+from cortadel_server.pipeline.writer import ConversationInput, ConversationTurn, TextInput, WriteOutcome
 from cortadel_server.retrieval.search import RECIPES, SearchRequest
 from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
 
@@ -80,8 +83,7 @@ async def add_conversation(
     add = partial(
         service.add_conversation,
         body.user_id,
-        [ConversationTurn(m.role, m.content, m.uuid, parse_instant(m.timestamp, f"messages.{i}.timestamp"))
-         for i, m in enumerate(body.messages)],
+        _turns(body.messages),
         is_agent_memory=bool(body.is_agent_memory),
         tags=body.tags or (),
         project=body.project,
@@ -90,6 +92,93 @@ async def add_conversation(
         budget=budget,
     )
     outcomes = await service.workers.write(add, budget, request.receive)
+    if not outcomes:
+        return schemas.ConversationIngestResponse(no_facts_extracted=True)
+    return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
+
+
+def _turns(messages: list[schemas.ConversationMessageItem]) -> list[ConversationTurn]:
+    return [ConversationTurn(m.role, m.content, m.uuid, parse_instant(m.timestamp, f"messages.{i}.timestamp"))
+            for i, m in enumerate(messages)]
+
+
+@router.post(
+    "/batch",
+    operation_id="Memories_Batch",
+    summary="Add many memories and conversations of one user in one request (extension).",
+    description=(
+        "One write transaction for the whole batch, in order: a later item is deduplicated against, "
+        "and supersedes, an earlier one. Each item gets the result its single request would give, in "
+        "the order sent; an invalid item is an `ERROR` result and never stops the others. At most "
+        "CORTADEL_MAX_BATCH_ITEMS items and CORTADEL_MAX_BATCH_BYTES bytes (413 beyond)."
+    ),
+    response_model=schemas.BatchResponse,
+    response_model_exclude_unset=True,
+    responses=ERRORS,
+)
+async def add_batch(body: Authorized[schemas.BatchRequest], request: Request, service: Service) -> schemas.BatchResponse:
+    memories = [_memory_input(raw) for raw in body.memories or ()]
+    conversations = [_conversation_input(raw) for raw in body.conversations or ()]
+    if not memories and not conversations:
+        raise ValidationFailed({"memories": ["Send at least one memory or conversation"]})
+    most = service.settings.max_batch_items
+    if len(memories) + len(conversations) > most:
+        raise PayloadTooLarge(
+            f"A batch holds at most {most} memories and conversations together (CORTADEL_MAX_BATCH_ITEMS); "
+            f"this one has {len(memories) + len(conversations)}: send it in smaller batches."
+        )
+    inputs = [i for i in (*memories, *conversations) if not isinstance(i, str)]
+    budget = WriteBudget()
+    stored = iter(await service.workers.write(partial(service.add_batch, body.user_id, inputs, budget=budget), budget, request.receive))
+    return schemas.BatchResponse(
+        memories=[render.created(_failed(m) if isinstance(m, str) else next(stored)[0]) for m in memories],
+        conversations=[_conversation_result([_failed(c)] if isinstance(c, str) else next(stored)) for c in conversations],
+    )
+
+
+def _memory_input(raw: object) -> TextInput | str:
+    """The batch item as the writer takes it, or why it is invalid."""
+    try:
+        item = schemas.NewMemory.model_validate(raw)
+        return TextInput(
+            item.text,
+            infer=True if item.infer is None else item.infer,
+            app_name=item.app,
+            memory_type=parse_memory_type(item.memory_type),
+            metadata=item.metadata or {},
+            project=item.project,
+            tags=tuple(item.tags or ()),
+            session_id=item.session_id,
+            at=parse_instant(item.timestamp, "timestamp"),
+        )
+    except ValidationError as exc:
+        return summary(field_errors(exc)[0])
+    except ValidationFailed as exc:
+        return summary(exc.errors)
+
+
+def _conversation_input(raw: object) -> ConversationInput | str:
+    try:
+        item = schemas.NewConversation.model_validate(raw)
+        return ConversationInput(
+            _turns(item.messages),
+            is_agent_memory=bool(item.is_agent_memory),
+            tags=tuple(item.tags or ()),
+            project=item.project,
+            session_id=item.session_id,
+            transcript_path=item.transcript_path,
+        )
+    except ValidationError as exc:
+        return summary(field_errors(exc)[0])
+    except ValidationFailed as exc:
+        return summary(exc.errors)
+
+
+def _failed(error: str) -> WriteOutcome:
+    return WriteOutcome(Event.ERROR.value, error=f"Invalid item: {error}")
+
+
+def _conversation_result(outcomes: list[WriteOutcome]) -> schemas.ConversationIngestResponse:
     if not outcomes:
         return schemas.ConversationIngestResponse(no_facts_extracted=True)
     return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
@@ -146,7 +235,7 @@ async def list_memories(
     user_id: QueryUser,
     app_id: Annotated[str | None, Query(description="Only memories written by this app.")] = None,
     categories: Annotated[str | None, Query(description="Comma-separated category names.")] = None,
-    search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing: every memory passing the filters, in relevance order.")] = None,
+    search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing: the 1,000 most relevant memories passing the filters, then the rest newest first; total counts them all.")] = None,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number (default 1).")] = 1,
     size: Annotated[int, Query(ge=1, le=100, description="Page size (default 10, max 100).")] = 10,
     include_superseded: Annotated[str | None, Query(description='"true" to include superseded and retracted memories.')] = None,

@@ -1,0 +1,169 @@
+"""Batch ingest against single adds, in one run on one fresh server.
+
+    python -m bench.perf.ingest                 # a store of 100,000 memories (100 users × 1,000)
+    python -m bench.perf.ingest --store 10000   # 10 users × 1,000
+
+The store is filled through ``POST /api/v1/memories/batch`` (``infer: false``, 500 a batch), then,
+into that store, each way of writing gets a fresh user: batches of 500 with ``infer: false``
+(memories/s), batches of 500 with ``infer: true`` (the rules extractor; facts/s), and the same
+sentences as single adds, one request at a time and 8 in flight. Every rate counts what the server
+answered, over wall-clock time on the client, HTTP and JSON included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.client import BenchClient
+from bench.errors import BenchError
+from bench.markdown import replace_section, table
+from bench.perf.corpus import sentences
+from bench.provenance import busy_note, git_commit, load_average
+from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server
+
+BATCH = 500
+PER_USER = 1_000
+#: a conversation turn as a user would say it: first person, so the rules extractor finds the fact
+TURNS = ["I moved to {city} last year.", "My sister works as a {job}.", "I am allergic to {thing}.", "I like {thing} a lot."]
+#: the fact an infer run writes is the first of each item's results; an ADD or SUPERSEDE stored one
+STORED = ("ADD", "SUPERSEDE", "RESOLVE")
+
+
+async def _batches(api: BenchClient, user: str, texts: Sequence[str], *, infer: bool) -> dict[str, Any]:
+    """``texts`` in batches of ``BATCH``, one request at a time; the server's events counted."""
+    events: Counter[str] = Counter()
+    started = time.perf_counter()
+    for at in range(0, len(texts), BATCH):
+        answer = await api.add_batch(user, [{"text": t, "infer": infer} for t in texts[at:at + BATCH]])
+        events.update(m["event"] for m in answer["memories"])
+    return _rate(events, time.perf_counter() - started, len(texts))
+
+
+async def _singles(api: BenchClient, user: str, texts: Sequence[str], *, infer: bool, in_flight: int) -> dict[str, Any]:
+    events: Counter[str] = Counter()
+    queue = iter(texts)
+
+    async def worker() -> None:
+        for text in queue:
+            events[(await api.add(user, text, infer=infer)).get("event") or "?"] += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return _rate(events, time.perf_counter() - started, len(texts))
+
+
+def _rate(events: Counter[str], seconds: float, sent: int) -> dict[str, Any]:
+    stored = sum(events[e] for e in STORED)
+    return {"sent": sent, "stored": stored, "events": dict(events), "seconds": round(seconds, 2),
+            "per_second": round(stored / seconds, 1), "sent_per_second": round(sent / seconds, 1)}
+
+
+def _take(stream: Iterator[str], n: int) -> list[str]:
+    return [next(stream) for _ in range(n)]
+
+
+async def measure(base_url: str, store: int, sample: int, log: Callable[[str], None]) -> dict[str, Any]:
+    async with BenchClient(base_url, max_connections=8, timeout=600.0) as api:
+        users = [f"user-{i:03d}" for i in range(store // PER_USER)]
+        log(f"filling the store: {len(users)} users × {PER_USER:,} in batches of {BATCH}")
+        events: Counter[str] = Counter()
+        started = time.perf_counter()
+        for user in users:
+            answer = await _batches(api, user, _take(sentences(user), PER_USER), infer=False)
+            events.update(answer["events"])
+        fill = _rate(events, time.perf_counter() - started, len(users) * PER_USER)
+        log(f"filled {fill['stored']:,} in {fill['seconds']} s ({fill['per_second']:,.0f}/s); measuring")
+        runs: dict[str, Any] = {}
+        for name, infer in (("batch_raw", False), ("batch_infer", True)):
+            runs[name] = await _batches(api, name, _take(sentences(name), sample), infer=infer)
+            log(f"{name}: {runs[name]['per_second']:,.0f}/s")
+        for name, infer, in_flight in (("single_raw", False, 1), ("single_raw_8", False, 8), ("single_infer", True, 1)):
+            runs[name] = await _singles(api, name, _take(sentences(name), sample // 5), infer=infer, in_flight=in_flight)
+            log(f"{name}: {runs[name]['per_second']:,.0f}/s")
+        turns = [{"role": "user", "content": TURNS[i % len(TURNS)].format(city=f"City{i}", job=f"job{i}", thing=f"thing{i}")}
+                 for i in range(sample)]
+        conversations = [{"messages": turns[at:at + 10]} for at in range(0, len(turns), 10)]
+        started = time.perf_counter()
+        for at in range(0, len(conversations), BATCH // 10):
+            await api.add_batch("conversations", conversations=conversations[at:at + BATCH // 10])
+        seconds = time.perf_counter() - started
+        runs["batch_conversations"] = {"messages": len(turns), "seconds": round(seconds, 2), "messages_per_second": round(len(turns) / seconds, 1)}
+        log(f"batch_conversations: {runs['batch_conversations']['messages_per_second']:,.0f} messages/s")
+    return {"fill": fill, **runs}
+
+
+def results_table(run: dict[str, Any]) -> str:
+    r = run["results"]
+    store = r["fill"]["stored"]
+
+    def row(what: str, m: dict[str, Any], unit: str) -> list[object]:
+        return [what, f"{m['sent']:,}", f"{m['per_second']:,.0f} {unit}", f"{m['seconds']:.1f}", ", ".join(f"{k} {v:,}" for k, v in sorted(m["events"].items()))]
+
+    conv = r["batch_conversations"]
+    rows = [
+        row(f"filling the store to {store:,} (batches of {BATCH}, `infer: false`)", r["fill"], "memories/s"),
+        row(f"batches of {BATCH}, `infer: false`, into the {store:,} store", r["batch_raw"], "memories/s"),
+        row(f"batches of {BATCH}, `infer: true` (rules)", r["batch_infer"], "facts/s"),
+        row("single adds, `infer: false`, one at a time", r["single_raw"], "memories/s"),
+        row("single adds, `infer: false`, 8 in flight", r["single_raw_8"], "memories/s"),
+        row("single adds, `infer: true` (rules), one at a time", r["single_infer"], "facts/s"),
+        [f"batches of {BATCH // 10} conversations × 10 turns", f"{conv['messages']:,} turns", f"{conv['messages_per_second']:,.0f} messages/s", f"{conv['seconds']:.1f}", ""],
+    ]
+    speedup = r["batch_raw"]["per_second"] / r["single_raw"]["per_second"]
+    return table(["how", "sent", "rate", "seconds", "events"], rows) + f"\n\nBatches store {speedup:.0f}× the memories a second that single adds one at a time do."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.perf.ingest", description="Batch ingest against single adds over HTTP.")
+    parser.add_argument("--store", type=int, default=100_000, help="memories in the store before measuring (default: %(default)s)")
+    parser.add_argument("--sample", type=int, default=5_000, help="memories per batch run; single adds get a fifth (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
+    parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "performance.md", help="doc whose ingest section is updated")
+    args = parser.parse_args(argv)
+    exit_on_sigterm()
+
+    def log(message: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+    started, load_start = datetime.now(UTC).isoformat(timespec="seconds"), load_average()
+    workdir = REPO_ROOT / "bench" / ".work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryDirectory(dir=workdir, prefix="ingest-") as tmp:
+            source, server_code = snapshot_server(Path(tmp))
+            with start_server(WORDLLAMA.from_source(source), Path(tmp)) as server:
+                results = asyncio.run(measure(server.base_url, args.store, args.sample, log))
+    except BenchError as exc:
+        print(f"bench.perf.ingest: {exc}", file=sys.stderr)
+        return 1
+    command = f"python -m bench.perf.ingest --store {args.store} --sample {args.sample}"
+    meta = {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": WORDLLAMA.name,
+            "cpus": os.cpu_count(), "command": command, "load_average": [load_start, load_average()]}
+    run = {"meta": meta, "results": results}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest.json").write_text(json.dumps(run, indent=2) + "\n")
+    body = "\n\n".join([
+        f"## Batch ingest (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
+        f"Measured {started} at git {meta['git_commit']} with `{command}`, one fresh server: the store is filled through "
+        f"`POST /api/v1/memories/batch`, then each way of writing gets a fresh user in that store.",
+        busy_note(*meta["load_average"]),
+        results_table(run),
+    ])
+    replace_section(args.doc, "ingest", body, new_doc_intro="# Performance\n")
+    log(f"wrote {args.out / 'ingest.json'} and {args.doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The admin's overview of every user (the dashboard's Users page), written once for every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cortadel_server.storage.base import UserSummary
+
+#: per user and state: how many memories, and the latest write to any of them (one scan, no parameters)
+USER_STATES = (
+    "SELECT user_id, state, count(*), max(COALESCE(updated_at, created_at)) FROM memories GROUP BY user_id, state"
+)
+
+
+def summarise_users(rows: Sequence[Sequence[Any]], limit: int) -> list[UserSummary]:
+    """``USER_STATES`` rows as summaries, most recently active first."""
+    states: dict[str, dict[str, int]] = {}
+    latest: dict[str, float] = {}
+    for user_id, state, count, last in rows:
+        states.setdefault(user_id, {})[state] = int(count)
+        latest[user_id] = max(latest.get(user_id, 0.0), float(last))
+    ordered = sorted(latest, key=lambda user: (-latest[user], user))
+    return [UserSummary(user, states[user], latest[user]) for user in ordered[:limit]]

@@ -1,0 +1,191 @@
+"""Batch ingest (POST /api/v1/memories/batch) over HTTP against real servers: order, dedup and
+supersede across items, per-item errors, the limits, authorization, one embedder call per batch."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+
+import httpx
+import pytest
+from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
+
+from cortadel_server.testing import ServerProcess, running_server
+
+BATCH = "/api/v1/memories/batch"
+EMBEDDINGS = "/v1/embeddings"
+
+
+def batch(api: httpx.Client, user: str, **items: object) -> dict:
+    response = api.post(BATCH, json={"user_id": user, **items})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def listing(api: httpx.Client, user: str, **params: str) -> list[str]:
+    body = api.get("/api/v1/memories", params={"user_id": user, "size": 100, **params}).json()
+    return sorted(m["content"] for m in body["items"])
+
+
+def test_memories_come_back_in_order_shaped_as_single_adds(api: httpx.Client, user: str) -> None:
+    before = time.time()
+    body = batch(api, user, memories=[
+        {"text": "Alice keeps her bike in the blue shed.", "infer": False, "app": "notes-app", "metadata": {"k": 1}},
+        {"text": "The spare key is under the red pot.", "infer": False, "tags": ["home"], "project": "house"},
+        {"text": "Alice keeps her bike in the blue shed.", "infer": False},
+    ])
+    after = time.time()
+    assert body["conversations"] == []
+    first, second, again = body["memories"]
+    assert (first["event"], first["content"], first["state"], first["app_name"], first["error"]) == (
+        "ADD", "Alice keeps her bike in the blue shed.", "active", "notes-app", None)
+    assert json.loads(first["metadata"]) == {"k": 1}
+    assert before - 1 <= datetime.fromisoformat(first["created_at"]).timestamp() <= after + 1
+    assert (second["event"], second["content"], second["metadata"]) == ("ADD", "The spare key is under the red pot.", None)
+    assert uuid.UUID(first["id"]) != uuid.UUID(second["id"])
+    # Item 3 sees item 1, written in the same transaction.
+    assert (again["event"], again["id"], again["content"]) == ("SKIP_DUPLICATE", first["id"], "Alice keeps her bike in the blue shed.")
+    stored = api.get(f"/api/v1/memories/{second['id']}", params={"user_id": user}).json()
+    assert (stored["tags"], stored["project"], stored["extraction_status"]) == (["home"], "house", "done")
+    assert listing(api, user) == ["Alice keeps her bike in the blue shed.", "The spare key is under the red pot."]
+    # The same answer a single add gives for the duplicate.
+    single = api.post("/api/v1/memories", json={"user_id": user, "text": "The spare key is under the red pot.", "infer": False}).json()
+    assert single == {**second, "event": "SKIP_DUPLICATE", "metadata": None}
+
+
+def test_a_later_item_supersedes_an_earlier_one(api: httpx.Client, user: str) -> None:
+    body = batch(api, user, memories=[
+        {"text": "I live in Berlin.", "timestamp": "2026-01-10T09:00:00Z"},
+        {"text": "I live in Paris now.", "timestamp": "2026-03-01T18:30:00Z"},
+    ])
+    berlin, paris = body["memories"]
+    assert (berlin["event"], berlin["content"]) == ("ADD", "User lives in Berlin.")
+    assert (paris["event"], paris["content"]) == ("SUPERSEDE", "User lives in Paris now.")
+    old = api.get(f"/api/v1/memories/{berlin['id']}", params={"user_id": user}).json()
+    assert (old["is_current"], old["superseded_by"]) == (False, paris["id"])
+    assert datetime.fromisoformat(old["invalid_at"]).timestamp() == datetime.fromisoformat("2026-03-01T18:30:00+00:00").timestamp()
+    assert listing(api, user) == ["User lives in Paris now."]
+
+
+def test_a_bad_item_is_its_own_error_and_the_good_ones_are_stored(api: httpx.Client, user: str) -> None:
+    body = batch(api, user, memories=[
+        {"text": "", "infer": False},
+        {"text": "Bob drinks his tea without sugar.", "infer": False},
+        {"text": "x", "infer": False, "memoryType": "semantic"},
+        {"text": "Typed wrong.", "infer": False, "memory_type": "weird"},
+        {"text": "Dated wrong.", "infer": False, "timestamp": "yesterday-ish"},
+        "just a string",
+        {"text": "Bob's office is on the fourth floor.", "infer": False},
+    ])
+    results = [(m["event"], m["content"], m["error"]) for m in body["memories"]]
+    assert results[1] == ("ADD", "Bob drinks his tea without sugar.", None)
+    assert results[6] == ("ADD", "Bob's office is on the fourth floor.", None)
+    assert results[0] == ("ERROR", None, "Invalid item: text: String should have at least 1 character")
+    assert results[2] == ("ERROR", None, "Invalid item: memoryType: Unknown field (fields are snake_case)")
+    assert results[3] == ("ERROR", None, "Invalid item: memory_type: Must be one of episodic, semantic, procedural")
+    assert results[4][:2] == ("ERROR", None)
+    assert results[4][2].startswith("Invalid item: timestamp: ")
+    assert results[5][:2] == ("ERROR", None)
+    assert results[5][2].startswith("Invalid item: body: Input should be a valid dictionary")
+    assert all(m["id"] == "" for i, m in enumerate(body["memories"]) if i not in (1, 6))
+    assert listing(api, user) == ["Bob drinks his tea without sugar.", "Bob's office is on the fourth floor."]
+
+
+def test_conversations_answer_as_from_conversation_does(api: httpx.Client, user: str) -> None:
+    body = batch(api, user, conversations=[
+        {"messages": [{"role": "user", "content": "I keep my passport in the top drawer."}], "tags": ["travel"]},
+        {"messages": [{"role": "user", "content": "thanks"}]},
+        {"messages": []},
+        {"messages": [{"role": "user", "content": "I keep my passport in the top drawer.", "uuid": "t-2"}]},
+    ], memories=[{"text": "My passport expires in 2031.", "infer": False}])
+    assert [(m["event"], m["content"]) for m in body["memories"]] == [("ADD", "My passport expires in 2031.")]
+    stored, nothing, bad, again = body["conversations"]
+    [fact] = stored["results"]
+    assert (fact["event"], fact["memory"], fact["error"]) == ("ADD", "User keeps their passport in the top drawer.", None)
+    assert nothing == {"no_facts_extracted": True}
+    assert bad == {"results": [{"id": "", "memory": None, "event": "ERROR",
+                                "error": "Invalid item: messages: List should have at least 1 item after validation, not 0"}]}
+    assert [(r["event"], r["id"]) for r in again["results"]] == [("SKIP_DUPLICATE", fact["id"])]
+    single = api.post("/api/v1/memories/from-conversation", json={
+        "user_id": user, "messages": [{"role": "user", "content": "thanks"}]}).json()
+    assert single == nothing
+
+
+def test_whole_request_problems_are_a_400(api: httpx.Client, user: str) -> None:
+    for body, field in (({"user_id": user}, "memories"), ({"user_id": user, "memories": []}, "memories"),
+                        ({"memories": [{"text": "a"}]}, "user_id"), ({"user_id": user, "memories": "a"}, "memories"),
+                        ({"user_id": user, "items": []}, "items")):
+        response = api.post(BATCH, json=body)
+        assert response.status_code == 400, response.text
+        problem = response.json()
+        assert (problem["status"], problem["code"]) == (400, "validation_error")
+        assert list(problem["errors"]) == [field], problem
+    assert listing(api, user) == []
+
+
+@pytest.fixture(scope="module")
+def small_limits() -> Iterator[ServerProcess]:
+    with running_server(env={"CORTADEL_MAX_BATCH_ITEMS": "3", "CORTADEL_MAX_BATCH_BYTES": "65536"}) as server:
+        yield server
+
+
+def test_the_item_and_byte_limits_are_413s_and_store_nothing(small_limits: ServerProcess) -> None:
+    with httpx.Client(base_url=small_limits.base_url, timeout=30) as api:
+        items = [{"text": f"Fact number {i}.", "infer": False} for i in range(3)]
+        response = api.post(BATCH, json={"user_id": "lim", "memories": items, "conversations": [
+            {"messages": [{"role": "user", "content": "I like tea."}]}]})
+        assert response.status_code == 413
+        assert response.json() == {
+            "status": 413, "code": "payload_too_large",
+            "message": "A batch holds at most 3 memories and conversations together (CORTADEL_MAX_BATCH_ITEMS); "
+                       "this one has 4: send it in smaller batches.",
+            "detail": None,
+        }
+        response = api.post(BATCH, json={"user_id": "lim", "memories": [{"text": "y" * 40_000}, {"text": "z" * 40_000}]})
+        assert response.status_code == 413
+        assert response.json() == {"status": 413, "code": "payload_too_large",
+                                   "message": "Request body exceeds 65536 bytes", "detail": None}
+        assert api.get("/api/v1/memories", params={"user_id": "lim"}).json()["total"] == 0
+        assert [m["event"] for m in batch(api, "lim", memories=items)["memories"]] == ["ADD", "ADD", "ADD"]
+
+
+def test_a_key_writes_only_its_own_user(auth_server: ServerProcess) -> None:
+    key = auth_server.mint_key("owner")
+    body = {"user_id": "someone-else", "memories": [{"text": "Not yours to write.", "infer": False}]}
+    with httpx.Client(base_url=auth_server.base_url, timeout=30) as api:
+        denied = api.post(BATCH, json=body, headers={"Authorization": f"Bearer {key}"})
+        assert denied.status_code == 403
+        assert denied.json()["message"] == "API key is not valid for user 'someone-else'"
+        assert api.post(BATCH, json=body).status_code == 401
+        mine = api.post(BATCH, json={**body, "user_id": "owner"}, headers={"Authorization": f"Bearer {key}"})
+        assert mine.status_code == 200
+        assert mine.json()["memories"][0]["event"] == "ADD"
+
+
+def _vector(text: str) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255 - 0.5 for b in digest[:8]]
+
+
+def _embed(request: RecordedRequest) -> Reply:
+    inputs = request.body["input"]
+    return Reply.embeddings([_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
+
+
+def test_a_batch_is_embedded_in_one_call() -> None:
+    with ScriptedOpenAI() as embedder:
+        embedder.handle(EMBEDDINGS, _embed)
+        env = {"CORTADEL_EMBEDDER": "openai", "CORTADEL_EMBEDDER_URL": embedder.v1_url, "CORTADEL_EMBEDDER_MODEL": "scripted"}
+        with running_server(env=env) as server, httpx.Client(base_url=server.base_url, timeout=30) as api:
+            embedder.requests.clear()
+            texts = [f"Delivery {i} arrives on dock {i % 7}." for i in range(50)]
+            body = batch(api, "dock", memories=[{"text": t, "infer": False} for t in texts])
+            assert [m["content"] for m in body["memories"]] == texts
+            assert {m["event"] for m in body["memories"]} == {"ADD"}
+            calls = embedder.requests_to(EMBEDDINGS)
+            assert len(calls) == 1
+            assert sorted(calls[0].body["input"]) == sorted(texts)
