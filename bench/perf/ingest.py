@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "ingest.json").write_text(json.dumps(run, indent=2) + "\n")
     body = "\n\n".join([
         f"## Batch ingest (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
-        f"Measured {started} at git {meta['git_commit']} with `{command}`, one fresh server: the store is filled through "
-        f"`POST /api/v1/memories/batch`, then each way of writing gets a fresh user in that store.",
+        (f"Measured {started} at git {meta['git_commit']} with `{command}`, one fresh server: the store is filled through "
+         "`POST /api/v1/memories/batch`, then each way of writing gets a fresh user in that store."),
         busy_note(*meta["load_average"]),
         results_table(run),
     ])

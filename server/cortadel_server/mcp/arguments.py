@@ -13,14 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortadel_server.api.schemas import ConversationMessageItem
 from cortadel_server.inputs import check_json_value
+from cortadel_server.storage.base import MemoryType
 
-MemoryType = Literal["episodic", "semantic", "procedural"]
 Instant = str | float
 Statement = Annotated[str, Field(min_length=1, max_length=50000)]
 
 
 class Arguments(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # enum values arrive as their plain strings, as REST bodies do
+    model_config = ConfigDict(extra="forbid", use_enum_values=True)
 
     @field_validator("*", mode="before")
     @classmethod

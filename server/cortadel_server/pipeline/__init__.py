@@ -24,12 +24,12 @@ from cortadel_server.pipeline.model import (
     Decision,
     Event,
     Intent,
-    MemoryType,
     Neighbour,
     Turn,
 )
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.pipeline.writer import ConversationTurn, WriteOutcome, Writer
+from cortadel_server.storage.base import MemoryType
 
 __all__ = [
     "Candidate",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cortadel_server.language.timeexpr import find_time
-from cortadel_server.pipeline.model import MemoryType
+from cortadel_server.storage.base import MemoryType
 
 __all__ = ["DEFAULT_CATEGORIES", "GIST_LIMIT", "Taxonomy", "gist", "memory_type"]
 

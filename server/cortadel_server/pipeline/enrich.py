@@ -20,9 +20,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from cortadel_server.language.entities import canonical_entity, find_entities
+from cortadel_server.language.entities import EntityMention, canonical_entity, find_entities
 from cortadel_server.pipeline.classify import Taxonomy
-from cortadel_server.storage.base import EntityMention, Job, Storage
+from cortadel_server.storage.base import Job, Storage
 
 __all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher"]
 
@@ -102,10 +102,10 @@ class Enricher:
             for mention in find_entities(memory.text):
                 canonical = canonical_entity(mention.name, known)
                 known.setdefault(mention.key, canonical)
-                mentions.append(EntityMention(name=mention.name, kind=mention.kind.value, canonical=canonical))
+                mentions.append(EntityMention(name=mention.name, kind=mention.kind, key=canonical))
             self.storage.link_entities(job.user_id, memory.id, mentions)
             fields: dict[str, object] = {"extraction_status": "done"}
-            detail: dict[str, object] = {"entities": [m.canonical for m in mentions]}
+            detail: dict[str, object] = {"entities": [m.key for m in mentions]}
             if not memory.categories:
                 fields["categories"] = detail["categories"] = list(self.taxonomy.categorize(memory.text))
             self.storage.update_memory(job.user_id, memory.id, **fields)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 from cortadel_server.language.entities import find_entities
 from cortadel_server.language.timeexpr import find_time
 from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
-from cortadel_server.pipeline.model import Candidate, Intent, MemoryType, Turn
+from cortadel_server.pipeline.model import Candidate, Intent, Turn
+from cortadel_server.storage.base import MemoryType
 
 if TYPE_CHECKING:
     from cortadel_server.pipeline.budget import WriteBudget

@@ -31,12 +31,12 @@ from cortadel_server.pipeline.model import (
     Decision,
     Event,
     Intent,
-    MemoryType,
     Neighbour,
     Turn,
 )
 from cortadel_server.pipeline.rules import addresses_assistant
 from cortadel_server.providers.llm import ChatClient
+from cortadel_server.storage.base import MemoryType
 
 __all__ = ["ExtractionFailed", "LlmExtractor", "LlmJudge"]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from cortadel_server.language.entities import EntityMention
+from cortadel_server.storage.base import MemoryType
 
 
 class Intent(enum.Enum):
@@ -36,12 +37,6 @@ class Event(str, enum.Enum):
     DELETE_ENTITY = "DELETE_ENTITY"
     ERROR = "ERROR"
     NOOP = "NOOP"  # a retraction that matched nothing: reported to nobody, stored nowhere
-
-
-class MemoryType(str, enum.Enum):
-    EPISODIC = "episodic"
-    SEMANTIC = "semantic"
-    PROCEDURAL = "procedural"
 
 
 @dataclass(frozen=True)

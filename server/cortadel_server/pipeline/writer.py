@@ -82,7 +82,6 @@ from cortadel_server.pipeline.model import (
     Decision,
     Event,
     Intent,
-    MemoryType,
     Neighbour,
     Turn,
 )
@@ -91,10 +90,12 @@ from cortadel_server.providers import ChatClient, build_chat_client
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.storage.base import (
     INVALIDATED,
+    MEMORY_TYPES,
     RESOLVED,
     SUPERSEDED,
     MemoryFilters,
     MemoryRecord,
+    MemoryType,
     Storage,
 )
 from cortadel_server.text import fingerprint
@@ -108,7 +109,6 @@ log = logging.getLogger("cortadel.pipeline")
 
 #: How many nearest facts each arm (vector, BM25) offers decide() per candidate.
 NEIGHBOURS_PER_ARM = 8
-_MEMORY_TYPES = frozenset(t.value for t in MemoryType)
 #: How many facts one "forget everything about X" may delete at most.
 ENTITY_DELETE_LIMIT = 10_000
 #: How far back a dated statement is placed in its slot's chain of versions.
@@ -358,7 +358,7 @@ class Writer:
                 return _Pending(scope, [], [WriteOutcome(Event.ERROR.value, error=INSTRUCTION_NOT_STORED)])
         if not candidates:
             candidates = [self.rules.verbatim(item.text, turn)]
-        forced = item.memory_type if item.memory_type in _MEMORY_TYPES else None  # invalid → classify
+        forced = item.memory_type if item.memory_type in MEMORY_TYPES else None  # invalid → classify
         if forced:
             candidates = [dataclasses.replace(c, memory_type=MemoryType(forced)) for c in candidates]
         return _Pending(scope, candidates)

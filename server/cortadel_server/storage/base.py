@@ -11,6 +11,7 @@ true in the world); record time is ``created_at``/``expired_at`` (when we believ
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -18,13 +19,23 @@ from typing import Any
 
 import numpy as np
 
+from cortadel_server.language.entities import EntityMention
+
 #: memory.state values
 ACTIVE = "active"
 SUPERSEDED = "superseded"
 INVALIDATED = "invalidated"
 RESOLVED = "resolved"
 
-MEMORY_TYPES = ("episodic", "semantic", "procedural")
+class MemoryType(str, enum.Enum):
+    """episodic (a dated event), semantic (a stable fact or preference) or procedural (how to do something)."""
+
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+MEMORY_TYPES = tuple(t.value for t in MemoryType)
 
 
 @dataclass
@@ -106,13 +117,6 @@ class HistoryEntry:
     event: str
     at: float
     detail: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class EntityMention:
-    name: str
-    kind: str
-    canonical: str
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ import psycopg_pool
 from psycopg.types.json import Jsonb
 
 from cortadel_server.errors import StorageError
+from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
-    EntityMention,
     HistoryEntry,
     IndexInfo,
     Job,
@@ -499,12 +499,12 @@ class PostgresStorage(Storage):
                     user_id,
                     "INSERT INTO entities(user_id, canonical, kind) VALUES (%s, %s, %s) "
                     "ON CONFLICT(user_id, canonical) DO NOTHING",
-                    (user_id, mention.canonical, mention.kind),
+                    (user_id, mention.key, EntityKind(mention.kind).value),
                 )
                 entity_id = self._rows(
-                    user_id, "SELECT id FROM entities WHERE user_id = %s AND canonical = %s", (user_id, mention.canonical)
+                    user_id, "SELECT id FROM entities WHERE user_id = %s AND canonical = %s", (user_id, mention.key)
                 )[0][0]
-                for alias in {mention.canonical.lower(), mention.name.lower()}:
+                for alias in {mention.key.lower(), mention.name.lower()}:
                     self._rows(
                         user_id,
                         "INSERT INTO entity_aliases(user_id, entity_id, alias) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",

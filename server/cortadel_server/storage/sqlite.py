@@ -21,8 +21,8 @@ import apsw
 import numpy as np
 
 from cortadel_server.errors import StorageError
+from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
-    EntityMention,
     HistoryEntry,
     IndexInfo,
     Job,
@@ -567,12 +567,12 @@ class SqliteStorage(Storage):
                 self._exec(
                     "INSERT INTO entities(user_id, canonical, kind) VALUES (?, ?, ?) "
                     "ON CONFLICT(user_id, canonical) DO NOTHING",
-                    (user_id, mention.canonical, mention.kind),
+                    (user_id, mention.key, EntityKind(mention.kind).value),
                 )
                 entity_id = self._rows(
-                    "SELECT id FROM entities WHERE user_id = ? AND canonical = ?", (user_id, mention.canonical)
+                    "SELECT id FROM entities WHERE user_id = ? AND canonical = ?", (user_id, mention.key)
                 )[0][0]
-                for alias in {mention.canonical.lower(), mention.name.lower()}:
+                for alias in {mention.key.lower(), mention.name.lower()}:
                     self._exec(
                         "INSERT OR IGNORE INTO entity_aliases(entity_id, alias) VALUES (?, ?)", (entity_id, alias)
                     )
