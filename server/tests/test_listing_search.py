@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from cortadel_server.config import Settings
 from cortadel_server.retrieval.search import SearchRequest
 from cortadel_server.service import MemoryService
