@@ -10,10 +10,11 @@ bad value is a 400 naming the field — never a 500 later, when the value is rea
 from __future__ import annotations
 
 import math
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from cortadel_server.errors import ValidationFailed
+from cortadel_server.errors import NotFound, ValidationFailed
 from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
 
 #: The instants we accept, as Unix seconds: 1900-01-01 to 2999-12-31 (UTC). Statement times and
@@ -85,6 +86,23 @@ def search_filters(
         as_of=parse_instant(as_of, "as_of"),
         known_at=parse_instant(known_at, "known_at"),
     )
+
+
+def storable(value: Any) -> Any:
+    """A pydantic "before" validator for every field of a request (REST body or MCP arguments)."""
+    problem = check_json_value(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def parse_memory_id(memory_id: str) -> str:
+    """A memory id is a UUID; anything else names no memory (404, like an unknown one)."""
+    try:
+        uuid.UUID(memory_id)
+    except ValueError:
+        raise NotFound(f"Memory {memory_id} not found") from None
+    return memory_id
 
 
 def check_json_value(value: Any, path: str = "", depth: int = 0) -> str | None:

@@ -10,20 +10,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SkipValidation, StrictBool, field_validator
 
-from cortadel_server.inputs import check_json_value
+from cortadel_server.inputs import storable
 
 
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        """Every field must survive a round trip through stored JSON (no lone surrogates, bounded depth)."""
-        problem = check_json_value(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    # Every field must survive a round trip through stored JSON (no lone surrogates, bounded depth).
+    _storable = field_validator("*", mode="before")(storable)
 
 
 class Response(BaseModel):
@@ -106,10 +100,7 @@ class BatchRequest(BaseModel):
     memories: list[SkipValidation[NewMemory]] | None = Field(None, description="Memories to add, as single adds take them.")
     conversations: list[SkipValidation[NewConversation]] | None = Field(None, description="Conversations to distil, as from-conversation takes them.")
 
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        return Request.storable(value)
+    _storable = field_validator("user_id", mode="before")(storable)
 
 
 class SearchMemoriesRequest(Request):

@@ -8,7 +8,6 @@ credential, as the API's operations on every user do.
 from __future__ import annotations
 
 import math
-import uuid
 from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any
@@ -23,7 +22,7 @@ from cortadel_server.dashboard import forms
 from cortadel_server.dashboard.session import CSRF_FIELD, check_csrf, forget_key, remember_key
 from cortadel_server.dashboard.views import HERE, DashboardRoute, page
 from cortadel_server.errors import NotFound, ValidationFailed
-from cortadel_server.inputs import parse_instant
+from cortadel_server.inputs import parse_instant, parse_memory_id
 from cortadel_server.retrieval.search import RECIPES, SearchRequest
 from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters, MemoryRecord
 
@@ -61,14 +60,6 @@ def _viewed_user(request: Request, user_id: str | None) -> str:
     if not user:
         raise ValidationFailed({"user_id": ["Choose a user"]})
     return authorize(request, user)
-
-
-def _memory_id(memory_id: str) -> str:
-    try:
-        uuid.UUID(memory_id)
-    except ValueError:
-        raise NotFound(f"Memory {memory_id} not found") from None
-    return memory_id
 
 
 def _fact_url(user_id: str, memory_id: str, notice: str | None = None) -> str:
@@ -206,7 +197,7 @@ async def memories(
 @router.get("/ui/memory")
 async def fact(request: Request, service: Service, id: Annotated[str, Query()], user_id: Text = None) -> Response:
     user = _viewed_user(request, user_id)
-    memory_id = _memory_id(id)
+    memory_id = parse_memory_id(id)
     record = await service.workers.read(service.get, user, memory_id)
     history = await service.workers.read(service.history, user, memory_id)
     versions = await service.workers.read(service.versions, user, memory_id)
@@ -223,7 +214,7 @@ async def edit(
     check_csrf(request, csrf_token)
     user = _viewed_user(request, user_id)
     new_text = forms.statement(text)
-    revised: MemoryRecord = await service.workers.write(partial(service.revise, user, _memory_id(id), new_text))
+    revised: MemoryRecord = await service.workers.write(partial(service.revise, user, parse_memory_id(id), new_text))
     return _redirect(_fact_url(user, revised.id, "edited"))
 
 
@@ -235,14 +226,14 @@ async def invalidate(
     check_csrf(request, csrf_token)
     user = _viewed_user(request, user_id)
     since = parse_instant(invalid_since, "invalid_since")
-    await service.workers.write(partial(service.invalidate, user, _memory_id(id), since=since))
+    await service.workers.write(partial(service.invalidate, user, parse_memory_id(id), since=since))
     return _redirect(_fact_url(user, id, "invalidated"))
 
 
 @router.get("/ui/memory/delete")
 async def delete_form(request: Request, service: Service, id: Annotated[str, Query()], user_id: Text = None) -> Response:
     user = _viewed_user(request, user_id)
-    record = await service.workers.read(service.get, user, _memory_id(id))
+    record = await service.workers.read(service.get, user, parse_memory_id(id))
     return page(request, "delete.html", user_id=user, record=record)
 
 
@@ -253,7 +244,7 @@ async def delete(
 ) -> Response:
     check_csrf(request, csrf_token)
     user = _viewed_user(request, user_id)
-    memory_id = _memory_id(id)
+    memory_id = parse_memory_id(id)
     if confirm != "yes":
         raise ValidationFailed({"confirm": ["Tick the box to confirm the deletion"]})
     count = await service.workers.write(partial(service.delete, user, [memory_id]))

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortadel_server.api.schemas import ConversationMessageItem
-from cortadel_server.inputs import check_json_value
+from cortadel_server.inputs import storable
 from cortadel_server.storage.base import MemoryType
 
 Instant = str | float
@@ -23,14 +23,8 @@ class Arguments(BaseModel):
     # enum values arrive as their plain strings, as REST bodies do
     model_config = ConfigDict(extra="forbid", use_enum_values=True)
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        """The same rule as REST bodies: nothing that could not be read back from stored JSON."""
-        problem = check_json_value(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    # The same rule as REST bodies: nothing that could not be read back from stored JSON.
+    _storable = field_validator("*", mode="before")(storable)
 
     @classmethod
     def input_schema(cls) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import uuid
 from functools import partial
 from typing import Annotated, Any
 
@@ -14,8 +13,8 @@ from pydantic import ValidationError
 from cortadel_server.api import render, schemas
 from cortadel_server.api.deps import Authorized, QueryUser, QueryUserOrKey, Service
 from cortadel_server.api.errors import field_errors, summary
-from cortadel_server.errors import NotFound, PayloadTooLarge, ValidationFailed
-from cortadel_server.inputs import parse_instant, parse_memory_type, search_filters
+from cortadel_server.errors import PayloadTooLarge, ValidationFailed
+from cortadel_server.inputs import parse_instant, parse_memory_id, parse_memory_type, search_filters
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.model import Event
 from cortadel_server.pipeline.writer import ConversationInput, ConversationTurn, TextInput, WriteOutcome
@@ -263,14 +262,6 @@ async def list_memories(
     )
 
 
-def _memory_id(memory_id: str) -> str:
-    try:
-        uuid.UUID(memory_id)
-    except ValueError:
-        raise NotFound(f"Memory {memory_id} not found") from None
-    return memory_id
-
-
 @router.get(
     "/{memoryId}",
     operation_id="Memories_Get",
@@ -279,7 +270,7 @@ def _memory_id(memory_id: str) -> str:
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
 async def get_memory(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryDetailResponse:
-    return render.detail(await service.workers.read(service.get, user_id, _memory_id(memory_id)))
+    return render.detail(await service.workers.read(service.get, user_id, parse_memory_id(memory_id)))
 
 
 @router.get(
@@ -290,7 +281,7 @@ async def get_memory(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: 
     responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
 )
 async def memory_history(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryHistoryResponse:
-    return render.history(memory_id, await service.workers.read(service.history, user_id, _memory_id(memory_id)))
+    return render.history(memory_id, await service.workers.read(service.history, user_id, parse_memory_id(memory_id)))
 
 
 @router.delete(
