@@ -65,7 +65,8 @@ e2e-n8n: install tools/n8n/node_modules/.installed
 
 # --ignore-scripts: n8n's install scripts fetch prebuilt binaries from hosts outside the npm registry. The one
 # native module n8n needs, sqlite3, is compiled from its bundled sources against Node 22's own headers instead.
-tools/n8n/node_modules/.installed: tools/n8n/package-lock.json node_modules/.installed
+# The root install brings tools/node22; order-only, so a change elsewhere does not reinstall n8n.
+tools/n8n/node_modules/.installed: tools/n8n/package-lock.json tools/node22/package-lock.json | node_modules/.installed
 	npm ci --no-audit --no-fund --ignore-scripts --prefix tools/n8n
 	cd tools/n8n/node_modules/sqlite3 && $(CURDIR)/$(NODE22)/bin/node ../node-gyp/bin/node-gyp.js rebuild \
 		--nodedir=$(CURDIR)/$(NODE22) --jobs=2 --loglevel=warn > build.log 2>&1 || (cat build.log; exit 1)
