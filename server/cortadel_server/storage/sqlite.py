@@ -305,8 +305,10 @@ class SqliteStorage(Storage):
 
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         rows = self._rows(
+            # `+created_at`: order the few rows the fingerprint index finds; a plain column lets the
+            # planner walk the user's created_at index instead (3 ms at 10,000 memories, not 0.1).
             SELECT_MEMORY + " WHERE user_id = ? AND fingerprint = ? AND expired_at IS NULL AND invalid_at IS NULL "
-            "ORDER BY created_at LIMIT 1",
+            "ORDER BY +created_at LIMIT 1",
             (user_id, fingerprint),
         )
         return self._record(rows[0]) if rows else None
