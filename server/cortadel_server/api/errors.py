@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+from cortadel_server.api import schemas
 from cortadel_server.api.middleware import error_body
 from cortadel_server.errors import CortadelError, RequestError, ValidationFailed
 
@@ -69,6 +70,25 @@ def field_errors(exc: RequestValidationError | ValidationError) -> tuple[dict[st
             message = err.get("msg", "Invalid value").removeprefix("Value error, ")
         errors.setdefault(name, []).append(message)
     return errors, detail
+
+
+#: How the spec names each error status (413 as the reference contract spells it).
+_ERROR_PHRASES = {
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+    413: "Payload Too Large", 500: "Internal Server Error",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The documented error answers of an operation: the validation body for 400, the contract's
+    error body for the rest."""
+    return {
+        status: {
+            "model": schemas.ValidationProblemDetails if status == 400 else schemas.ErrorResponse,
+            "description": _ERROR_PHRASES[status],
+        }
+        for status in statuses
+    }
 
 
 def install(app: FastAPI) -> None:

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from cortadel_server.api import schemas
 from cortadel_server.api.deps import AdminOnly, Service
+from cortadel_server.api.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/debug", tags=["Debug"])
 
@@ -15,10 +16,7 @@ router = APIRouter(prefix="/api/v1/debug", tags=["Debug"])
     operation_id="Debug_ReindexVectors",
     summary="Re-embed every memory with the configured embedder (after a model change). Needs the admin credential; resumable.",
     response_model=schemas.ReindexResponse,
-    responses={
-        401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
-        403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
-    },
+    responses=error_responses(401, 403),
     dependencies=[AdminOnly],
 )
 def reindex_vectors(service: Service) -> schemas.ReindexResponse:

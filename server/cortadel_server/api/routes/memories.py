@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from cortadel_server.api import render, schemas
 from cortadel_server.api.deps import Authorized, QueryUser, QueryUserOrKey, Service
-from cortadel_server.api.errors import field_errors, summary
+from cortadel_server.api.errors import error_responses, field_errors, summary
 from cortadel_server.errors import PayloadTooLarge, ValidationFailed
 from cortadel_server.inputs import parse_instant, parse_memory_id, parse_memory_type, search_filters
 from cortadel_server.pipeline.budget import WriteBudget
@@ -23,13 +23,8 @@ from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters
 
 router = APIRouter(prefix="/api/v1/memories", tags=["Memories"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": schemas.ValidationProblemDetails, "description": "Bad Request"},
-    401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
-    403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
-    413: {"model": schemas.ErrorResponse, "description": "Payload Too Large"},
-    500: {"model": schemas.ErrorResponse, "description": "Internal Server Error"},
-}
+ERRORS = error_responses(400, 401, 403, 413, 500)
+WITH_NOT_FOUND = error_responses(400, 401, 403, 404, 413, 500)
 
 
 #: The last page a listing can ask for: its offset must stay a 64-bit integer in every backend.
@@ -267,7 +262,7 @@ async def list_memories(
     operation_id="Memories_Get",
     summary="Get one memory by id.",
     response_model=schemas.MemoryDetailResponse,
-    responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
+    responses=WITH_NOT_FOUND,
 )
 async def get_memory(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryDetailResponse:
     return render.detail(await service.workers.read(service.get, user_id, parse_memory_id(memory_id)))
@@ -278,7 +273,7 @@ async def get_memory(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: 
     operation_id="Memories_History",
     summary="Every change recorded for a memory, oldest first.",
     response_model=schemas.MemoryHistoryResponse,
-    responses={**ERRORS, 404: {"model": schemas.ErrorResponse, "description": "Not Found"}},
+    responses=WITH_NOT_FOUND,
 )
 async def memory_history(memory_id: MemoryIdPath, user_id: QueryUserOrKey, service: Service) -> schemas.MemoryHistoryResponse:
     return render.history(memory_id, await service.workers.read(service.history, user_id, parse_memory_id(memory_id)))

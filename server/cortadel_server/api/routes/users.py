@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
 
 from cortadel_server.api import schemas
 from cortadel_server.api.deps import Service, authorize_user_or_admin
+from cortadel_server.api.errors import error_responses
 
 router = APIRouter(prefix="/api/v1/users", tags=["Users"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": schemas.ValidationProblemDetails, "description": "Bad Request"},
-    401: {"model": schemas.ErrorResponse, "description": "Unauthorized"},
-    403: {"model": schemas.ErrorResponse, "description": "Forbidden"},
-    # a user id no route can carry (a raw newline in the path) matches no route
-    404: {"model": schemas.ErrorResponse, "description": "Not Found"},
-    500: {"model": schemas.ErrorResponse, "description": "Internal Server Error"},
-}
+# 404: a user id no route can carry (a raw newline in the path) matches no route
+ERRORS = error_responses(400, 401, 403, 404, 500)
 
 UserIdPath = Annotated[str, Path(alias="userId", min_length=1, description="The user to erase.")]
 
