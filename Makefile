@@ -56,6 +56,7 @@ CONTAINER_BASE  := localhost/cortadel-base:bookworm
 test-container: $(VENV)/.installed
 	CORTADEL_CONTAINER_CACHE=$(CONTAINER_CACHE) CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) deploy/tests/prepare-podman.sh
 	CONTAINERS_CONF=$(CONTAINER_CACHE)/containers.conf CORTADEL_CONTAINER_BASE=$(CONTAINER_BASE) \
+		CORTADEL_PODMAN_COMPOSE=$(CONTAINER_CACHE)/podman-compose/bin/podman-compose \
 		$(BIN)/python -m pytest deploy/tests -q -s -p no:cacheprovider
 
 # n8n-nodes-cortadel inside a real n8n: the pinned n8n 1.123 in tools/n8n on tools/node22's Node 22 (the

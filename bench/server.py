@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from cortadel_server.testing import database_for
 
 from bench.errors import ServerStartError
 
@@ -44,6 +45,9 @@ class ServerConfig:
     env: Mapping[str, str] = field(default_factory=dict)
     #: folder holding the ``cortadel_server`` package the server runs
     source: Path = SERVER_SRC
+    #: storage backend: "sqlite" (a file in the data folder) or "postgres" (a fresh database on a
+    #: PostgreSQL this process starts, cortadel_server.testing_postgres)
+    backend: str = "sqlite"
 
     def from_source(self, source: Path) -> ServerConfig:
         return dataclasses.replace(self, source=source)
@@ -132,6 +136,9 @@ def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0,
     port = free_port()
     log_path = data_dir.with_suffix(".log")
     env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **config.env, "PYTHONPATH": python_path(config.source)}
+    database = database_for(config.backend)
+    if database:
+        env["CORTADEL_DATABASE_URL"] = database
     cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db")]
     with log_path.open("wb") as log:
         process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)

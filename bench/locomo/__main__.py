@@ -23,7 +23,8 @@ DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 TURN_TEXT = (
     'Each turn is stored as "Speaker: text" — the speaker\'s name keeps "who said it" searchable, since '
     "questions name people — with \" [image: <caption>]\" appended when the turn shared a photo. "
-    "Turns are added with the Cortadel extensions `session_id` (the LoCoMo session) and `timestamp` (the session date). "
+    "Turns are added with the Cortadel extensions `session_id` (the LoCoMo session) and `timestamp` (the session date), "
+    "and again with the contract's fields only (*turns · contract*: no session, no date, as the published SDKs send them). "
     "Facts ingestion sends the same text as `user` messages with `uuid` = the turn's dia_id and `timestamp` = the session "
     "date, one from-conversation call per session with `session_id` = the session. mem0 gets the same text and metadata "
     "(its OSS `add` has no timestamp or session field)."
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reranker-model", help="ONNX cross-encoder directory; adds hybrid+rerank systems (CORTADEL_RERANKER=onnx)")
     parser.add_argument("--mem0-path", type=Path, default=REPO_ROOT / "bench" / ".work" / "mem0", help="pip --target folder holding mem0ai (default: %(default)s)")
     parser.add_argument("--no-mem0", action="store_true", help="skip the mem0 comparison")
+    parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="sqlite",
+                        help="server storage; both: every system on each, in one run (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
     parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "benchmarks.md", help="doc whose headline section is updated")
     args = parser.parse_args(argv)
@@ -55,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=workdir, prefix="locomo-") as tmp:
             source, server_code = snapshot_server(Path(tmp))
-            results = asyncio.run(run_all(server_plans(args.reranker_model, source), conversations, args.data,
+            results = asyncio.run(run_all(server_plans(args.reranker_model, source, args.backend), conversations, args.data,
                                           None if args.no_mem0 else args.mem0_path, Path(tmp), log))
     except BenchError as exc:
         print(f"bench.locomo: {exc}", file=sys.stderr)

@@ -7,7 +7,10 @@
 Turns mode adds every turn with ``infer: false``, metadata ``{dia_id, session, session_date,
 speaker, sample_id}``, and the Cortadel extensions ``session_id`` (the LoCoMo session, which the
 server's session arm groups by) and ``timestamp`` (the session date); the memory id in the add
-response ties the memory to its turn.
+response ties the memory to its turn. Contract mode (``extensions=False``) sends what the published
+SDKs send: ``{user_id, text, infer: false, metadata}`` with metadata ``{sample_id, dia_id, speaker}``,
+nothing that names the session or its date, so the server has to infer the episodes. Both add the
+turns one at a time in conversation order, as a client writing a conversation as it happens does.
 Facts mode sends each session to from-conversation with ``uuid = dia_id`` and ``timestamp`` = the
 session date on every message and ``session_id`` = the session, then
 reads the stored memories back (list, then get for any memory the list left without sources) and
@@ -16,7 +19,6 @@ takes each fact's turns from ``source_turn_uuids``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import Counter
@@ -50,31 +52,23 @@ class Ingested:
         }
 
 
-def turn_metadata(conversation: Conversation, turn: Turn) -> dict[str, Any]:
-    return {
-        "sample_id": conversation.sample_id,
-        "dia_id": turn.dia_id,
-        "session": turn.session,
-        "session_date": turn.session_date,
-        "speaker": turn.speaker,
-    }
+def turn_metadata(conversation: Conversation, turn: Turn, *, extensions: bool = True) -> dict[str, Any]:
+    where = {"session": turn.session, "session_date": turn.session_date} if extensions else {}
+    return {"sample_id": conversation.sample_id, "dia_id": turn.dia_id, **where, "speaker": turn.speaker}
 
 
-async def ingest_turns(api: BenchClient, user_id: str, conversation: Conversation, *, concurrency: int = 4) -> Ingested:
+async def ingest_turns(api: BenchClient, user_id: str, conversation: Conversation, *, extensions: bool = True) -> Ingested:
     result = Ingested(user_id)
-    gate = asyncio.Semaphore(concurrency)
-
-    async def add(turn: Turn) -> None:
-        async with gate:
-            created = await api.add(user_id, turn.text, infer=False, metadata=turn_metadata(conversation, turn),
-                                    session_id=turn.session_id, timestamp=turn.said_at)
-        event = created.get("event") or "?"
-        result.events[event] += 1
+    started = time.perf_counter()
+    for turn in conversation.turns:
+        metadata = turn_metadata(conversation, turn, extensions=extensions)
+        if extensions:
+            created = await api.add(user_id, turn.text, infer=False, metadata=metadata, session_id=turn.session_id, timestamp=turn.said_at)
+        else:
+            created = await api.add(user_id, turn.text, infer=False, metadata=metadata)
+        result.events[created.get("event") or "?"] += 1
         if created.get("id"):
             result.units.setdefault(created["id"], set()).add(turn.dia_id)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(add(turn) for turn in conversation.turns))
     result.seconds = time.perf_counter() - started
     await _check_turn_metadata(api, result)
     current = {item["id"] async for item in api.list_all(user_id)}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.locomo.dataset import CATEGORIES
+from bench.locomo.systems import INGEST_MODES
 from bench.markdown import replace_section, table
 from bench.provenance import busy_note
 
@@ -23,6 +24,11 @@ DEFINITIONS = """\
 - **Questions**: every LoCoMo question with at least one valid evidence turn id, all five categories
   (adversarial included). Each is one `POST /api/v1/memories/search` with `top_k = 10` for the
   user that holds that conversation; the metrics use the 10 results in the order returned.
+- **Ingestion**: *turns* adds every turn with the server's extensions `session_id` (the LoCoMo
+  session) and `timestamp` (its date); *turns · contract* adds the same turns with the contract's
+  fields only (`user_id`, `text`, `infer`, `metadata` without the session or its date), as the
+  published SDKs and integrations do, so the server infers the episodes; both one turn at a time in
+  conversation order. *facts* sends each session through `from-conversation`.
 - **Result → turns**: in *turns* ingestion a result stands for the turn it was added from (a memory
   that deduplication merged stands for every turn that mapped to it); in *facts* ingestion a result
   stands for the turns listed in its `source_turn_uuids`. A result mapping to no turn counts as a miss.
@@ -142,7 +148,7 @@ def charts(systems: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     ok = _ok(systems)
-    ingests = sorted({s["ingest"] for s in ok}, key=["turns", "facts"].index)
+    ingests = [mode for mode in INGEST_MODES if any(s["ingest"] == mode for s in ok)]
     paths = []
 
     fig, axes = plt.subplots(2, len(ingests), figsize=(7 * len(ingests), 8), squeeze=False)

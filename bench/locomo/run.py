@@ -16,7 +16,7 @@ from bench.errors import ApiError, BenchError
 from bench.locomo.dataset import Conversation
 from bench.locomo.evaluate import Answers, ask, score
 from bench.locomo.ingest import Ingested, ingest_facts, ingest_turns
-from bench.locomo.systems import FACTS, INGEST_MODES, TURNS, ServerPlan
+from bench.locomo.systems import CONTRACT, FACTS, INGEST_MODES, TURNS, ServerPlan
 from bench.server import REPO_ROOT, ServerConfig, python_path, start_server
 
 
@@ -61,11 +61,12 @@ async def run_server_plan(plan: ServerPlan, conversations: list[Conversation], w
     try:
         with start_server(plan.config, workdir) as server:
             async with BenchClient(server.base_url) as api:
-                ingested: dict[str, list[Ingested]] = {TURNS: [], FACTS: []}
+                ingested: dict[str, list[Ingested]] = {TURNS: [], CONTRACT: [], FACTS: []}
                 failures: dict[str, str] = {}
                 for conv in conversations:
                     log(f"[{plan.config.name}] ingest {conv.sample_id}: {len(conv.turns)} turns, {len(conv.sessions)} sessions")
-                    ingested[TURNS].append(await ingest_turns(api, f"{conv.sample_id}-{TURNS}", conv))
+                    ingested[TURNS].append(await ingest_turns(api, f"{conv.sample_id}-turns", conv))
+                    ingested[CONTRACT].append(await ingest_turns(api, f"{conv.sample_id}-contract", conv, extensions=False))
                     if FACTS not in failures:
                         try:
                             ingested[FACTS].append(await ingest_facts(api, f"{conv.sample_id}-{FACTS}", conv))

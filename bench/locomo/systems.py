@@ -12,9 +12,10 @@ from pathlib import Path
 
 from bench.server import MINILM, WORDLLAMA, ServerConfig
 
-TURNS = "turns"  # every turn added verbatim with infer: false
+TURNS = "turns"  # every turn added verbatim with infer: false, with the session_id / timestamp extensions
+CONTRACT = "turns · contract"  # the same turns with the contract's fields only, as the published SDKs send them
 FACTS = "facts"  # each session through from-conversation, facts mapped back to turns
-INGEST_MODES = (TURNS, FACTS)
+INGEST_MODES = (TURNS, CONTRACT, FACTS)
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,18 @@ def with_reranker(config: ServerConfig, reranker_model: str | None) -> ServerCon
     return dataclasses.replace(config, env={**config.env, "CORTADEL_RERANKER": "onnx", "CORTADEL_RERANKER_MODEL": reranker_model})
 
 
-def server_plans(reranker_model: str | None, source: Path) -> list[ServerPlan]:
+def server_plans(reranker_model: str | None, source: Path, backend: str = "sqlite") -> list[ServerPlan]:
     """The Cortadel systems of one run, all on the server code in ``source``; hybrid + rerank only
-    when a cross-encoder model is given."""
+    when a cross-encoder model is given. ``backend`` "both": each system on SQLite, then on
+    PostgreSQL (named "… · postgres")."""
     rerank = (HYBRID_RERANK,) if reranker_model else ()
-    return [
+    plans = [
         ServerPlan(with_reranker(WORDLLAMA.from_source(source), reranker_model), (BM25, VECTOR, HYBRID, *rerank)),
         ServerPlan(with_reranker(MINILM.from_source(source), reranker_model), (VECTOR, HYBRID, *rerank)),
+    ]
+    backends = ["sqlite", "postgres"] if backend == "both" else [backend]
+    return [
+        dataclasses.replace(plan, config=dataclasses.replace(
+            plan.config, backend=name, name=plan.config.name if name == "sqlite" else f"{plan.config.name} · {name}"))
+        for name in backends for plan in plans
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import sys
 import tempfile
@@ -23,12 +24,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.perf", description="Latency, throughput, RSS and disk use of live Cortadel servers.")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK.large:,} memories for one user, {QUICK.users} users × {QUICK.per_user:,}; writes perf-quick.*")
     parser.add_argument("--embedder", choices=["wordllama", "onnx"], default="wordllama", help="server embedder (default: %(default)s, the server default)")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite", help="server storage (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
     parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "performance.md", help="doc whose results section is updated")
     args = parser.parse_args(argv)
     exit_on_sigterm()
     sizes = QUICK if args.quick else FULL
-    config = WORDLLAMA if args.embedder == "wordllama" else MINILM
+    config = dataclasses.replace(WORDLLAMA if args.embedder == "wordllama" else MINILM, backend=args.backend)
 
     def log(message: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.perf: {exc}", file=sys.stderr)
         return 1
     run = {
-        "meta": {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": config.name, "cpus": os.cpu_count(),
+        "meta": {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": config.name, "backend": args.backend, "cpus": os.cpu_count(),
                  "quick": args.quick, "command": "python -m bench.perf" + (" --quick" if args.quick else ""),
                  "load_average": [load_start, load_average()]},
         "sizes": asdict(sizes),

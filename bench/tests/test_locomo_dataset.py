@@ -9,7 +9,7 @@ import pytest
 
 from bench.errors import DatasetError
 from bench.locomo.dataset import load, parse_evidence, parse_session_date, session_of
-from bench.locomo.ingest import session_messages
+from bench.locomo.ingest import session_messages, turn_metadata
 
 SAMPLE = {
     "sample_id": "conv-x",
@@ -71,3 +71,14 @@ def test_a_file_that_is_not_locomo_raises_dataset_error(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"sample_id": "x"}]))
     with pytest.raises(DatasetError, match="not a readable LoCoMo-format file"):
         load(path)
+
+
+def test_contract_mode_metadata_names_neither_the_session_nor_its_date(tmp_path: Path) -> None:
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps([SAMPLE]))
+    conversation = load(path)[0]
+    turn = conversation.turns[0]
+    assert turn_metadata(conversation, turn, extensions=False) == {"sample_id": "conv-x", "dia_id": "D1:1", "speaker": "Ana"}
+    assert turn_metadata(conversation, turn) == {
+        "sample_id": "conv-x", "dia_id": "D1:1", "session": 1, "session_date": "1:56 pm on 8 May, 2023", "speaker": "Ana",
+    }

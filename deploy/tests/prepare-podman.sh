@@ -45,4 +45,10 @@ if ! podman image exists "$base"; then
   fi
   podman import --quiet "$tarball" "$base" >/dev/null
 fi
+# podman-compose runs the compose files (deploy/tests/test_compose.py); podman 4.3 has no `podman compose`.
+compose_venv="$cache/podman-compose"
+if [ ! -x "$compose_venv/bin/podman-compose" ]; then
+  python3 -m venv "$compose_venv"
+  "$compose_venv/bin/pip" install --quiet --disable-pip-version-check podman-compose==1.2.0 python-dotenv==1.2.4 PyYAML==6.0.4
+fi
 echo "podman $(podman version --format '{{.Client.Version}}'), base $base ready"

@@ -8,47 +8,14 @@ Run by `make test-container` (root, podman, a local base image: deploy/tests/pre
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-BASE = os.environ.get("CORTADEL_CONTAINER_BASE", "localhost/cortadel-base:bookworm")
-IMAGE = "localhost/cortadel:test"
-#: pip inside the build trusts what the host trusts; handed over as a build secret, never stored
-HOST_CA_BUNDLE = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
-
-
-def podman(*args: str, timeout: float = 60) -> str:
-    done = subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, f"podman {' '.join(args)}: {done.stderr[-2000:]}"
-    return done.stdout.strip()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def image() -> str:
-    started = time.monotonic()
-    podman(
-        "build", "--quiet", "--format", "docker", "--build-arg", f"BASE={BASE}",
-        "--secret", f"id=pip_cert,src={HOST_CA_BUNDLE}", "-t", IMAGE, str(REPO),
-        timeout=1200,
-    )
-    size = int(podman("image", "inspect", IMAGE, "--format", "{{.Size}}"))
-    print(f"\nimage built in {time.monotonic() - started:.1f} s, {size / 1e6:.0f} MB")
-    return IMAGE
+from containers import first_health, free_port, podman
 
 
 @pytest.fixture()
@@ -68,16 +35,6 @@ def run(image: str, volume: str, port: int) -> str:
         "--env", "CORTADEL_HOST=127.0.0.1", "--env", f"CORTADEL_PORT={port}", image,
     )
     return name
-
-
-def first_health(base_url: str, deadline: float) -> httpx.Response:
-    while True:
-        try:
-            return httpx.get(f"{base_url}/api/health", timeout=5)
-        except httpx.TransportError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def test_the_image_serves_keeps_data_over_sigterm_and_restarts(image: str, volume: str) -> None:

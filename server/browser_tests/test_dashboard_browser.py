@@ -1,7 +1,7 @@
 """End-to-end flows in chromium against a real server: facts added through the API are listed, the
 search lab explains its hits, an edit shows both versions on the timeline, edit and delete from the
-page are seen by the API, the keyboard reaches every control, and 375 px wide pages do not scroll
-sideways. Each page is photographed into docs/dashboard/."""
+page are seen by the API, the keyboard reaches every control, and pages do not scroll
+sideways at 390 px. Each page is photographed into docs/dashboard/."""
 
 from __future__ import annotations
 
@@ -113,6 +113,12 @@ def test_invalidate_and_point_in_time(page: Page, api: httpx.Client) -> None:
     expect(page.get_by_role("status")).to_have_text("Marked as no longer true.")
     assert api.get(f"/api/v1/memories/{ids['coffee']}", params={"user_id": "eve"}).json()["invalid_at"] == "2026-10-01T00:00:00.000Z"
     page.goto("/ui/memories?user_id=eve")
+    page.get_by_label("State").select_option(label="only invalidated")
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#count")).to_have_text("1 memory")
+    expect(page.locator(".facts .text")).to_have_text(["User drinks flat whites, never before 9 am."])
+    expect(page.locator(".facts .badge").first).to_have_text("invalidated")
+    page.goto("/ui/memories?user_id=eve")
     page.get_by_label("True at (valid time)").fill("2026-09-15T00:00:00Z")
     page.get_by_role("button", name="Apply").click()
     expect(page.locator(".facts .text")).to_contain_text(["User drinks flat whites, never before 9 am."])
@@ -150,7 +156,9 @@ def walk_with_tab(page: Page) -> list[str]:
 
 def test_the_keyboard_reaches_every_control_and_every_field_has_a_label(page: Page, api: httpx.Client) -> None:
     ids = seed(api, "gus")
-    for url in ("/ui/memories?user_id=gus", f"/ui/memory?user_id=gus&id={ids['team']}", "/ui/search?user_id=gus&q=team"):
+    for url in ("/ui/memories?user_id=gus", f"/ui/memory?user_id=gus&id={ids['team']}", "/ui/search?user_id=gus&q=team",
+                f"/ui/memory/delete?user_id=gus&id={ids['team']}", "/ui/entities?user_id=gus", "/ui/users", "/ui/system",
+                "/ui/login"):
         page.goto(url)
         controls = page.evaluate(f"""Array.from(document.querySelectorAll({CONTROLS!r}))
             .filter(e => !e.disabled && e.offsetParent !== null)
@@ -167,16 +175,22 @@ def test_the_keyboard_reaches_every_control_and_every_field_has_a_label(page: Pa
     expect(page.get_by_label("Text")).to_be_focused()
 
 
-def test_pages_fit_a_375_px_wide_screen(browser: Browser, server: ServerProcess, api: httpx.Client) -> None:
+def test_pages_fit_a_390_px_wide_screen(browser: Browser, server: ServerProcess, api: httpx.Client) -> None:
     ids = seed(api, "hal")
-    context = browser.new_context(base_url=server.base_url, viewport={"width": 375, "height": 812})
+    context = browser.new_context(base_url=server.base_url, viewport={"width": 390, "height": 844})
     narrow = context.new_page()
     try:
-        for name, url in (("memories-narrow", "/ui/memories?user_id=hal"), ("fact-narrow", f"/ui/memory?user_id=hal&id={ids['team']}"),
-                          ("search-narrow", "/ui/search?user_id=hal&q=production"), ("users-narrow", "/ui/users")):
+        for name, url in (("memories-narrow", "/ui/memories?user_id=hal&state=all"),
+                          ("fact-narrow", f"/ui/memory?user_id=hal&id={ids['team']}"),
+                          ("search-narrow", "/ui/search?user_id=hal&q=production"), ("users-narrow", "/ui/users"),
+                          ("system-narrow", "/ui/system"), ("entities-narrow", "/ui/entities?user_id=hal"),
+                          ("delete-narrow", f"/ui/memory/delete?user_id=hal&id={ids['team']}"),
+                          ("error-narrow", "/ui/memories?user_id=hal&as_of=yesterday"), ("login-narrow", "/ui/login")):
             narrow.goto(url)
-            assert narrow.evaluate("document.documentElement.scrollWidth") <= 375, url
-            if name in ("memories-narrow", "fact-narrow"):
+            expect(narrow.get_by_role("heading", level=1)).to_be_visible()
+            widths = narrow.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+            assert widths[1] == 390 and widths[0] <= widths[1], (url, widths)
+            if name in ("memories-narrow", "fact-narrow", "system-narrow"):
                 screenshot(narrow, name)
     finally:
         context.close()

@@ -14,8 +14,11 @@ from cortadel_server import __version__
 from cortadel_server.config import Settings
 from cortadel_server.errors import ConfigError, CortadelError
 from cortadel_server.logs import configure_logging
+from cortadel_server.transfer import FOREIGN_FORMATS
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from cortadel_server.storage.sqlite_backup import BackupCopy
 
 log = logging.getLogger("cortadel")
@@ -128,6 +131,85 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_bar(total: int | None, desc: str) -> tqdm:
+    from tqdm import tqdm
+
+    # disable=None: drawn on a terminal only, so piped output and logs stay clean
+    return tqdm(total=total, unit="memory", desc=desc, file=sys.stderr, disable=None)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from cortadel_server.storage import open_storage
+    from cortadel_server.transfer.dump import export_lines, export_to_file, write_export
+
+    storage = open_storage(_settings(args))
+    try:
+        users = args.user or None
+        total = sum(storage.user_row_counts(u)["memories"] for u in users) if users else storage.count_memories()
+        with _progress_bar(total, "exporting") as bar:
+            if args.output == "-":
+                write_export(export_lines(storage, users, bar.update), sys.stdout)
+            else:
+                export_to_file(storage, Path(args.output), users, bar.update)
+    finally:
+        storage.close()
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from cortadel_server.transfer.load import file_source, import_lines, read_file
+
+    path = Path(args.file)
+    if args.format != "cortadel":
+        return _import_foreign(args, path)
+    from cortadel_server.storage import open_storage
+
+    storage = open_storage(_settings(args))
+    try:
+        with _progress_bar(None, f"importing {path.name}") as bar:
+            report = import_lines(storage, read_file(path), source=file_source(path), progress=bar.update)
+    finally:
+        storage.close()
+    print(json.dumps({"users": report.users, "resumed": report.resumed, "counts": report.counts}, indent=2))
+    return 0
+
+
+def _import_foreign(args: argparse.Namespace, path: Path) -> int:
+    from cortadel_server.service import MemoryService
+    from cortadel_server.transfer.importers import import_foreign
+
+    settings = _settings(args)
+    configure_logging(settings)
+    service = MemoryService.open(settings)
+    try:
+        with _progress_bar(None, f"importing {path.name} ({args.format})") as bar:
+            report = import_foreign(service, args.format, path, user_id=args.user, progress=bar.update)
+    finally:
+        service.close()
+    print(json.dumps(report.as_dict(), indent=2))
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from cortadel_server.transfer.migrate import migrate_store, open_location
+
+    source = open_location(args.source)
+    try:
+        target = open_location(args.target)
+        try:
+            with _progress_bar(source.count_memories(), "migrating") as bar:
+                done = migrate_store(source, target, bar.update)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    print(json.dumps(
+        {"users": done.users, "memories": done.memories, "resumed": done.imported.resumed, "copied": done.imported.counts},
+        indent=2,
+    ))
+    return 0
+
+
 def cmd_version(args: argparse.Namespace) -> int:
     print(f"cortadel {__version__}")
     return 0
@@ -183,6 +265,22 @@ def parser() -> argparse.ArgumentParser:
     restore.add_argument("file", help="a file written by `cortadel backup`")
     restore.add_argument("--force", action="store_true", help="replace an existing database")
     restore.set_defaults(func=cmd_restore)
+    export = with_data(sub.add_parser("export", help="write every memory, its history, entities and sessions as JSON Lines"))
+    export.add_argument("--user", action="append", help="only this user (repeatable; default: every user)")
+    export.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
+    export.set_defaults(func=cmd_export)
+    imp = with_data(sub.add_parser("import", help="load an export, or memories from another tool (--format)"))
+    imp.add_argument("file", help="the file to read")
+    imp.add_argument(
+        "--format", default="cortadel", choices=["cortadel", *FOREIGN_FORMATS],
+        help="cortadel: a `cortadel export` file, loaded as is; the others run through the write pipeline",
+    )
+    imp.add_argument("--user", help="the user to file the memories under when the file names none")
+    imp.set_defaults(func=cmd_import)
+    migrate = sub.add_parser("migrate", help="copy a whole store to another database (resumable, verified)")
+    migrate.add_argument("--from", dest="source", required=True, help="postgresql://… URL or SQLite file")
+    migrate.add_argument("--to", dest="target", required=True, help="postgresql://… URL or SQLite file")
+    migrate.set_defaults(func=cmd_migrate)
     sub.add_parser("version", help="print the version").set_defaults(func=cmd_version)
 
     openapi = sub.add_parser("openapi", help="write the generated OpenAPI spec")

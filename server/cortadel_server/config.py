@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,12 +120,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mcp_max_sessions", _int_range(1, 1_000_000), "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
     Setting("mcp_session_idle_timeout", _float_range(1, 86400), "Seconds after which an idle MCP session is closed."),
     Setting("query_timeout", _float_range(0.01, 600), "Seconds after which one database query is interrupted."),
+    Setting("episode_gap", _float_range(0, 365 * 86400), "Seconds of statement time between two memories written without a session id that end the episode the first belongs to (the session arm and the context column group by episodes; docs/retrieval.md). 0: every such memory is an episode of its own."),
     Setting("write_budget", _float_range(0.1, 3600), "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
     Setting("write_workers", _int_range(1, 64), "REST write requests processed at once; more wait their turn without holding a thread."),
     Setting("read_workers", _int_range(1, 256), "REST searches processed at once, apart from the writes so waiting writes never slow them."),
     Setting("log_level", _choice("debug", "info", "warning", "error"), "Log level."),
     Setting("log_format", _choice("plain", "json"), "Log line format."),
+    Setting("reconcile_auto_approve", _float_range(0, 1.01), "Reconciliation findings at or above this confidence are applied at once (approved by the run); the rest wait for review. Above 1: none are (docs/curation.md)."),
+    Setting("reconcile_every", _float_range(0, 365 * 86400), "Seconds between scheduled reconciliation runs of each user who wrote since their last run; 0 = only on demand."),
     Setting("allow_dim_mismatch", _bool, "Start even when stored vectors have another dimension than the embedder (vector search is then degraded until `cortadel reindex`)."),
+    Setting("fade_half_life_days", _float_range(0, 36500), "Fading (docs/curation.md): a memory neither written, touched nor recalled for this many days counts half in search, twice as long a quarter. 0 (the default) turns fading off: search results are exactly those without it."),
+    Setting("fade_hidden_below", _float_range(0, 1), "With fading on, a memory whose weight fell below this is left out of search results unless the request sets `include_faded` (0: never left out)."),
+    Setting("clock_offset_days", _float_range(-36500, 36500), "Days added to the server's clock for the times it writes and fades by: replays history, and tests fading. Leave 0 in production."),
+    Setting("max_media_bytes", _int_range(1024, 1024**3), "Largest document or image `POST /api/v1/media` and the `add_media` tool take, in bytes once decoded (413 beyond)."),
+    Setting("vision_model", _optional_text, "A vision-capable chat model at CORTADEL_LLM_URL that writes the caption of an image sent without one. Unset: such an image is refused with a 400 that says so."),
 )
 
 
@@ -158,12 +167,20 @@ class Settings:
     mcp_max_sessions: int = 1000
     mcp_session_idle_timeout: float = 600.0
     query_timeout: float = 10.0
+    episode_gap: float = 1800.0
     write_budget: float = 60.0
     write_workers: int = 4
     read_workers: int = 16
     log_level: str = "info"
     log_format: str = "plain"
+    reconcile_auto_approve: float = 0.9
+    reconcile_every: float = 0.0
     allow_dim_mismatch: bool = False
+    fade_half_life_days: float = 0.0
+    fade_hidden_below: float = 0.1
+    clock_offset_days: float = 0.0
+    max_media_bytes: int = 20 * 1024**2
+    vision_model: str | None = None
 
     @property
     def postgres_url(self) -> str | None:
@@ -191,6 +208,10 @@ class Settings:
         if url is None:
             return str(self.database_path)
         return url.rpartition("@")[2] if "@" in url else url.partition("://")[2]
+
+    def now(self) -> float:
+        """The server's clock: wall-clock time moved by ``clock_offset_days``."""
+        return time.time() + self.clock_offset_days * 86400
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -223,6 +244,8 @@ class Settings:
             raise ConfigError("CORTADEL_RERANKER_MODEL: required when CORTADEL_RERANKER=onnx")
         if self.reranker == "http" and not self.reranker_url:
             raise ConfigError("CORTADEL_RERANKER_URL: required when CORTADEL_RERANKER=http")
+        if self.vision_model and not self.llm_url:
+            raise ConfigError("CORTADEL_LLM_URL: required when CORTADEL_VISION_MODEL is set (the vision model is served there)")
         if self.extractor == "llm" and not (self.llm_url and self.llm_model):
             raise ConfigError("CORTADEL_LLM_URL: CORTADEL_LLM_URL and CORTADEL_LLM_MODEL are required when CORTADEL_EXTRACTOR=llm")
         path = self.database_path  # also validates the URL scheme

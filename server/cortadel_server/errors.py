@@ -7,13 +7,16 @@
     ├── ProviderError          an embedder, reranker or LLM failed or timed out
     │   ├── MissingDependency  an optional package for a provider is not installed
     │   └── ExtractionFailed   the LLM extracted no facts and no fallback extractor is configured
+    ├── TransferError          an export, import or migration cannot go on (bad file, user already present)
     ├── RequestError           the caller's fault; carries the HTTP status and error code
     │   ├── NotFound           404 not_found
     │   ├── Unauthorized       401 unauthorized
     │   ├── Forbidden          403 forbidden
+    │   ├── Conflict           409 conflict: the request no longer fits the stored state
     │   ├── ValidationFailed   400 validation_error, with per-field messages
-    │   └── PayloadTooLarge    413 payload_too_large
-    │       └── BudgetExceeded 413: extracting facts would take longer than CORTADEL_WRITE_BUDGET
+    │   ├── PayloadTooLarge    413 payload_too_large
+    │   │   └── BudgetExceeded 413: extracting facts would take longer than CORTADEL_WRITE_BUDGET
+    │   └── UnsupportedMediaType 415 unsupported_media_type: a document or image of a type not taken
     └── RequestCancelled       the client went away: the request's remaining work is dropped
 """
 
@@ -34,6 +37,10 @@ class StorageError(CortadelError):
 
 class DimensionMismatch(StorageError):
     """Stored vectors do not have the configured embedder's dimension."""
+
+
+class TransferError(CortadelError):
+    """An export, import or migration stopped: the message names the file line or user and what to do."""
 
 
 class ProviderError(CortadelError):
@@ -73,9 +80,19 @@ class Forbidden(RequestError):
     code = "forbidden"
 
 
+class Conflict(RequestError):
+    status = 409
+    code = "conflict"
+
+
 class PayloadTooLarge(RequestError):
     status = 413
     code = "payload_too_large"
+
+
+class UnsupportedMediaType(RequestError):
+    status = 415
+    code = "unsupported_media_type"
 
 
 class BudgetExceeded(PayloadTooLarge):

@@ -9,15 +9,24 @@
 
 Each server has its own registry (no process-wide state): request latency per operation and
 status (a histogram, whose ``_count`` is the request count), search phase timings, write events
-by kind, provider failures, and, read at scrape time, the job queue depth and the database size,
-plus the process's own CPU, memory and file descriptors.
+by kind, provider failures, and, read at scrape time, the job queue depth, the age of the oldest
+queued job of each kind and the database size, plus the process's own CPU, memory and file descriptors.
+
+What is counted as a failure is also kept, the latest ``RECENT_ERRORS`` of them, for the
+dashboard's System page: every answer of 500 or more and every failed provider call, with its
+time, operation and request id (``metrics.recent_errors()``, newest first).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -30,7 +39,7 @@ from cortadel_server.pipeline.model import Event
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.llm.base import ChatClient, ChatResult
 from cortadel_server.providers.reranking.base import Reranker
-from cortadel_server.storage.base import Storage
+from cortadel_server.storage.base import JobGroup, Storage
 from cortadel_server.storage.sqlite import SqliteStorage
 
 log = logging.getLogger("cortadel.metrics")
@@ -40,6 +49,28 @@ REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 #: seconds; one search phase is a fraction of the request
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 PROVIDERS = ("embedder", "reranker", "llm")
+#: how many of the latest errors the server keeps for the System page
+RECENT_ERRORS = 50
+#: the longest error message kept (a provider's reply can be long)
+ERROR_MESSAGE_CHARS = 300
+
+#: the id of the request being served: set for each request, seen by the worker threads it runs
+#: (anyio copies the context into them), so a provider failure names the request it failed
+current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+
+@dataclass(frozen=True)
+class RecentError:
+    """One answer of 500 or more, or one failed provider call."""
+
+    at: float
+    #: the REST operation id (``Memories_Search``), or the provider (embedder, reranker, llm)
+    operation: str
+    #: the HTTP status, or "provider error"
+    status: str
+    #: None outside a request (a background job)
+    request_id: str | None
+    message: str | None = None
 
 
 class Metrics:
@@ -71,6 +102,8 @@ class Metrics:
         for provider in PROVIDERS:
             self.provider_errors.labels(provider)
         self.registry.register(StorageCollector(storage))
+        self._recent_errors: deque[RecentError] = deque(maxlen=RECENT_ERRORS)
+        self._recent_lock = threading.Lock()  # worker threads add while a page reads
 
     def exposition(self) -> bytes:
         """Every metric in Prometheus' text format (this reads the database: run it off the event loop)."""
@@ -78,6 +111,8 @@ class Metrics:
 
     def observe_request(self, operation: str, status: int | str, seconds: float) -> None:
         self.request_seconds.labels(operation, str(status)).observe(seconds)
+        if isinstance(status, int) and status >= 500:
+            self._note_error(operation, str(status))
 
     def observe_search(self, timings_ms: Mapping[str, float]) -> None:
         """The retriever's phase timings (``text_ms`` …) of one search."""
@@ -92,9 +127,20 @@ class Metrics:
     def _failures_of(self, provider: str) -> Iterator[None]:
         try:
             yield
-        except ProviderError:
+        except ProviderError as exc:
             self.provider_errors.labels(provider).inc()
+            self._note_error(provider, "provider error", str(exc)[:ERROR_MESSAGE_CHARS])
             raise
+
+    def _note_error(self, operation: str, status: str, message: str | None = None) -> None:
+        error = RecentError(time.time(), operation, status, current_request_id.get(), message)
+        with self._recent_lock:
+            self._recent_errors.append(error)
+
+    def recent_errors(self) -> list[RecentError]:
+        """The latest errors, newest first."""
+        with self._recent_lock:
+            return list(reversed(self._recent_errors))
 
     def watch_embedder(self, embedder: Embedder) -> Embedder:
         return WatchedEmbedder(embedder, lambda: self._failures_of("embedder"))
@@ -165,9 +211,14 @@ class JobQueue(Protocol):
 
     def pending_jobs(self) -> int: ...
 
+    def job_groups(self) -> list[JobGroup]:
+        """The jobs per kind and status, each group with its oldest job's creation time."""
+        ...
+
 
 class StorageCollector(Collector):
-    """Read at scrape time: the job queue depth and, for SQLite, the database's bytes on disk."""
+    """Read at scrape time: the job queue depth, the oldest queued job's age per kind and, for
+    SQLite, the database's bytes on disk."""
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
@@ -176,11 +227,25 @@ class StorageCollector(Collector):
         if isinstance(self.storage, JobQueue):
             try:
                 pending = self.storage.pending_jobs()
+                groups = self.storage.job_groups()
             except StorageError as exc:  # a scrape still answers; the missing series is the alert
                 log.warning("metrics: cannot count pending jobs: %s", exc)
             else:
                 yield GaugeMetricFamily("cortadel_jobs_pending", "Background jobs queued or running.", value=pending)
+                yield queued_job_age(groups, time.time())
         if isinstance(self.storage, SqliteStorage):
             yield GaugeMetricFamily(
                 "cortadel_storage_bytes", "The SQLite database file plus its WAL, in bytes.", value=self.storage.file_size()
             )
+
+
+def queued_job_age(groups: Iterable[JobGroup], now: float) -> GaugeMetricFamily:
+    """Seconds since the oldest queued job of each kind was created: a queue that drains keeps it
+    near zero, a stuck or starved one lets it climb. A kind with nothing queued has no series."""
+    gauge = GaugeMetricFamily(
+        "cortadel_jobs_oldest_queued_age_seconds", "Age of the oldest queued background job, by job kind.", labels=["kind"]
+    )
+    for group in groups:
+        if group.status == "queued":
+            gauge.add_metric([group.kind], max(0.0, now - group.oldest_created_at))
+    return gauge

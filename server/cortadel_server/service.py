@@ -17,13 +17,19 @@ from typing import Any
 
 from cortadel_server import __version__
 from cortadel_server.config import Settings
+from cortadel_server.curation.communities import Communities
+from cortadel_server.curation.fading import Fading, RecallLog
+from cortadel_server.curation.reconcile import RECONCILE, Reconciler
+from cortadel_server.curation.reconcile_judge import ReconcileJudge
 from cortadel_server.errors import DimensionMismatch, NotFound, ValidationFailed
-from cortadel_server.metrics import JobQueue, Metrics
+from cortadel_server.media.captions import Captioner
+from cortadel_server.media.ingest import MediaIngest
+from cortadel_server.metrics import JobQueue, Metrics, RecentError
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.enrich import ENRICH
 from cortadel_server.pipeline.model import Event
 from cortadel_server.pipeline.writer import ConversationInput, ConversationTurn, TextInput, WriteOutcome, Writer
-from cortadel_server.providers import build_embedder, build_reranker
+from cortadel_server.providers import build_chat_client, build_embedder, build_reranker
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.search import Hit, Retriever, SearchRequest
@@ -32,6 +38,7 @@ from cortadel_server.storage.base import (
     INVALIDATED,
     SUPERSEDED,
     HistoryEntry,
+    JobGroup,
     MemoryFilters,
     MemoryRecord,
     Storage,
@@ -45,8 +52,6 @@ log = logging.getLogger("cortadel")
 
 #: How many memories a listing with a search query ranks by relevance; the rest follow newest first.
 RANKED_LISTING_DEPTH = 1000
-#: Rows read at a time when walking the rest of such a listing.
-TAIL_BATCH = 500
 
 #: how many users the overview lists at most (the most recently active)
 USERS_LIMIT = 1000
@@ -78,8 +83,22 @@ class MemoryService:
         self.metrics = Metrics(storage)
         self.embedder = self.metrics.watch_embedder(embedder)
         self.reranker = self.metrics.watch_reranker(reranker)
-        self.retriever = Retriever(storage, self.embedder, self.reranker, observe_timings=self.metrics.observe_search)
+        fading = Fading.from_settings(settings)
+        self.retriever = Retriever(
+            storage, self.embedder, self.reranker, observe_timings=self.metrics.observe_search, fading=fading
+        )
+        #: with fading on, what searches return is recorded as recalled (in the background)
+        self.recalls = RecallLog(storage, settings.now) if fading is not None else None
+        #: documents and images, read into passages or a caption and written as one batch
+        self.media = MediaIngest(settings, self.add_batch, Captioner.from_settings(settings))
+        self.communities = Communities.from_settings(settings, storage)
         self.writer = Writer.from_settings(settings, storage, self.embedder, self.retriever, watch_chat=self.metrics.watch_chat)
+        chat = build_chat_client(settings)
+        #: reconciliation runs on the writer's job queue; an LLM, when configured, judges what the rules are unsure of
+        self.reconciler = Reconciler(storage, self.embedder, settings,
+                                     ReconcileJudge(self.metrics.watch_chat(chat)) if chat is not None else None,
+                                     self.writer.enricher.wake)
+        self.writer.enricher.handlers[RECONCILE] = self.reconciler.run_job
         #: the front doors run writes, searches and health checks here, each kind in its own pool
         self.workers = WorkerPools(writes=settings.write_workers, reads=settings.read_workers)
         #: one re-embedding run at a time (a reindex request, the startup repair)
@@ -99,6 +118,7 @@ class MemoryService:
         """Start the off-request-path work: the enrichment job worker, and the repair of embeddings
         an interrupted reindex left stale or missing."""
         self.writer.start_background()
+        self.reconciler.start_schedule()
         info = self.storage.index_info()
         if info.missing_embeddings or info.reindex_target:
             threading.Thread(target=self._repair_embeddings, name="cortadel-reindex", daemon=True).start()
@@ -111,9 +131,14 @@ class MemoryService:
             log.exception("reindex: repair of stale embeddings failed")
 
     def close(self) -> None:
+        self.reconciler.stop()
         self._closing.set()  # a running reindex stops after its batch; the next start resumes it
         with self._reindex_lock:
             self.writer.close()
+            if self.recalls is not None:
+                self.recalls.close()
+            self.media.close()
+            self.communities.close()
             self.storage.close()
 
     # -- startup ---------------------------------------------------------------------------------
@@ -215,7 +240,11 @@ class MemoryService:
 
     # -- reads -----------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[Hit]:
-        return self.retriever.search(request)
+        """A search by an agent: what it returns counts as recalled (for fading)."""
+        hits = self.retriever.search(request)
+        if self.recalls is not None:
+            self.recalls.note(request.user_id, [h.memory.id for h in hits])
+        return hits
 
     def get(self, user_id: str, memory_id: str) -> MemoryRecord:
         record = self.storage.get_memory(user_id, memory_id)
@@ -245,27 +274,20 @@ class MemoryService:
         _, total = self.storage.list_memories(user_id, filters, offset=0, limit=0)
         if offset >= total:
             return [], total
-        hits = self.retriever.search(SearchRequest(user_id, search_query, top_k=min(total, ranked_depth), filters=filters))
+        # Every memory is listed once, faded or not: the ranked head hides none, so the tail stays exact.
+        hits = self.retriever.search(
+            SearchRequest(user_id, search_query, top_k=min(total, ranked_depth), filters=filters, include_faded=True)
+        )
         head = [h.memory for h in hits]
         page = head[offset : offset + limit]
         if len(page) == limit or offset + len(page) >= total:
             return page, total
-        ranked = {m.id for m in head}
-        skip = max(0, offset - len(head))  # tail memories before this page
-        cursor = 0
-        while len(page) < limit and cursor < total:
-            batch, _ = self.storage.list_memories(user_id, filters, offset=cursor, limit=TAIL_BATCH)
-            if not batch:
-                break
-            cursor += len(batch)
-            for record in batch:
-                if record.id in ranked:
-                    continue
-                if skip:
-                    skip -= 1
-                elif len(page) < limit:
-                    page.append(record)
-        return page, total
+        # The rest, newest first: one query that leaves the ranked ones out.
+        rest, _ = self.storage.list_memories(
+            user_id, dataclasses.replace(filters, exclude_ids=tuple(m.id for m in head)),
+            offset=max(0, offset - len(head)), limit=limit - len(page),
+        )
+        return page + rest, total
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
         self.get(user_id, memory_id)
@@ -427,8 +449,9 @@ class MemoryService:
             health=self.health(),
             backend=storage.backend,
             memories=storage.count_memories(),
-            pending_jobs=storage.pending_jobs() if isinstance(storage, JobQueue) else None,
+            jobs=storage.job_groups() if isinstance(storage, JobQueue) else None,
             storage_bytes=storage.file_size() if isinstance(storage, SqliteStorage) else None,
+            recent_errors=self.metrics.recent_errors(),
         )
 
 
@@ -438,8 +461,9 @@ class SystemStatus:
     health: Health
     backend: str
     memories: int
-    pending_jobs: int | None
+    jobs: list[JobGroup] | None
     storage_bytes: int | None
+    recent_errors: list[RecentError]
 
 
 def _ms(started: float) -> int:

@@ -26,18 +26,17 @@ from pathlib import Path
 
 from cortadel_server.auth import mint_key
 
-#: set to "postgres" to run every ServerProcess that names no database URL on a scratch PostgreSQL
-#: database (cortadel_server.testing_postgres) instead of its SQLite file
-TEST_BACKEND_ENV = "CORTADEL_TEST_BACKEND"
+#: the storage backends a test server runs on (server/tests/conftest.py runs the suite on each)
+BACKENDS = ("sqlite", "postgres")
 
 
-def chosen_database_url() -> str | None:
-    """A scratch PostgreSQL database when ``CORTADEL_TEST_BACKEND=postgres``, else None (SQLite)."""
-    backend = os.environ.get(TEST_BACKEND_ENV, "sqlite")
+def database_for(backend: str) -> str | None:
+    """Where a test server of ``backend`` keeps its data: None for SQLite (the server's own file),
+    else a new database on the process's scratch PostgreSQL (cortadel_server.testing_postgres)."""
     if backend == "sqlite":
         return None
     if backend != "postgres":
-        raise RuntimeError(f"{TEST_BACKEND_ENV}={backend!r}: expected sqlite or postgres")
+        raise ValueError(f"unknown backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     from cortadel_server.testing_postgres import scratch_database
 
     return scratch_database()
@@ -45,7 +44,7 @@ def chosen_database_url() -> str | None:
 
 class ServerProcess:
     """A `cortadel serve` child process bound to 127.0.0.1, on the SQLite file ``data`` or, when
-    given (or chosen by ``CORTADEL_TEST_BACKEND``), the database at ``database_url``."""
+    given (see :func:`database_for`), the database at ``database_url``."""
 
     def __init__(
         self,
@@ -58,7 +57,7 @@ class ServerProcess:
         self.data = data
         self.log = log  # a file the server's output is appended to (else it goes to ours)
         self.env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **(env or {})}
-        self.database_url = database_url or self.env.get("CORTADEL_DATABASE_URL") or chosen_database_url()
+        self.database_url = database_url or self.env.get("CORTADEL_DATABASE_URL")
         if self.database_url:
             self.env["CORTADEL_DATABASE_URL"] = self.database_url
         self.port = port or 0  # 0 until the first start reports the port; restarts keep it

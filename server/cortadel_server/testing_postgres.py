@@ -3,14 +3,21 @@ started once per process in a temporary folder and deleted at exit; each caller 
 of its own.
 
     url = scratch_database()   # postgresql://postgres:@/cortadel_3f2a…?host=/tmp/cortadel-pg-…
+
+:func:`record_statements` has the server log every statement it runs, for the SQL audit
+(server/tests/test_postgres_sql_audit.py).
 """
 
 from __future__ import annotations
 
 import tempfile
 import threading
+import time
 import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
@@ -22,20 +29,60 @@ def postgres_server() -> Any:
     global _server
     with _lock:
         if _server is None:
-            with warnings.catch_warnings():
-                # pgserver asks platformdirs for a runtime folder it does not need here.
-                warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
-                from pgserver.postgres_server import get_server
-
-                # A short folder: the server's Unix socket lives in it (paths are capped at 107 bytes).
-                folder = tempfile.mkdtemp(prefix="cortadel-pg-", dir="/tmp")
-                _server = get_server(folder, cleanup_mode="delete")
+            _server = _start()
         return _server
 
 
-def scratch_database(prefix: str = "cortadel") -> str:
-    """The URL of a new, empty database on the process's server."""
-    server = postgres_server()
+def _start() -> Any:
+    with warnings.catch_warnings():
+        # pgserver asks platformdirs for a runtime folder it does not need here.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        from pgserver.postgres_server import get_server
+
+        # A short folder: the server's Unix socket lives in it (paths are capped at 107 bytes).
+        folder = tempfile.mkdtemp(prefix="cortadel-pg-", dir="/tmp")
+        return get_server(folder, cleanup_mode="delete")
+
+
+@contextmanager
+def own_postgres_server() -> Iterator[Any]:
+    """A PostgreSQL server of the caller's alone, one it may stop and start (:func:`restart`);
+    deleted afterwards."""
+    server = _start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+def restart(server: Any, *, down_for: float = 1.0) -> None:
+    """Stop ``server`` as a crash would (``pg_ctl stop -m immediate``: no checkpoint, recovery from
+    the WAL at the next start), leave it down for ``down_for`` seconds, and start it again."""
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, by name
+
+    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
+    time.sleep(down_for)
+    server.ensure_postgres_running()
+
+
+def scratch_database(prefix: str = "cortadel", server: Any = None) -> str:
+    """The URL of a new, empty database on ``server`` (default: the process's server)."""
+    server = server or postgres_server()
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     server.psql(f"CREATE DATABASE {name}")
     return str(server.get_uri(name))
+
+
+#: the start of every line of the server's log that begins a record: ``<<database|application>> ``
+LOG_LINE_PREFIX = "<<%d|%a>> "
+
+
+def record_statements() -> Path:
+    """Have the process's server log every statement it is sent, each record prefixed by
+    :data:`LOG_LINE_PREFIX`, and return its log file. The database's own log, not a hook in the
+    backend: it holds every statement of every server process, whatever path in the code sent it."""
+    server = postgres_server()
+    server.psql("ALTER SYSTEM SET log_statement = 'all'")
+    server.psql(f"ALTER SYSTEM SET log_line_prefix = '{LOG_LINE_PREFIX}'")
+    server.psql("SELECT pg_reload_conf()")
+    return Path(server.log)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
 
-from cortadel_server.testing import ServerProcess, running_server
+from cortadel_server.testing import ServerProcess, database_for, running_server
 
 BATCH = "/api/v1/memories/batch"
 EMBEDDINGS = "/v1/embeddings"
@@ -128,8 +128,9 @@ def test_whole_request_problems_are_a_400(api: httpx.Client, user: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def small_limits() -> Iterator[ServerProcess]:
-    with running_server(env={"CORTADEL_MAX_BATCH_ITEMS": "3", "CORTADEL_MAX_BATCH_BYTES": "65536"}) as server:
+def small_limits(backend: str) -> Iterator[ServerProcess]:
+    env = {"CORTADEL_MAX_BATCH_ITEMS": "3", "CORTADEL_MAX_BATCH_BYTES": "65536"}
+    with running_server(env=env, database_url=database_for(backend)) as server:
         yield server
 
 
@@ -176,11 +177,12 @@ def _embed(request: RecordedRequest) -> Reply:
     return Reply.embeddings([_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
 
 
-def test_a_batch_is_embedded_in_one_call() -> None:
+def test_a_batch_is_embedded_in_one_call(backend: str) -> None:
     with ScriptedOpenAI() as embedder:
         embedder.handle(EMBEDDINGS, _embed)
         env = {"CORTADEL_EMBEDDER": "openai", "CORTADEL_EMBEDDER_URL": embedder.v1_url, "CORTADEL_EMBEDDER_MODEL": "scripted"}
-        with running_server(env=env) as server, httpx.Client(base_url=server.base_url, timeout=30) as api:
+        with running_server(env=env, database_url=database_for(backend)) as server, \
+                httpx.Client(base_url=server.base_url, timeout=30) as api:
             embedder.requests.clear()
             texts = [f"Delivery {i} arrives on dock {i % 7}." for i in range(50)]
             body = batch(api, "dock", memories=[{"text": t, "infer": False} for t in texts])

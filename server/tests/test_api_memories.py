@@ -10,7 +10,7 @@ from datetime import datetime
 
 import httpx
 
-from cortadel_server.testing import ServerProcess
+from cortadel_server.testing import ServerProcess, database_for
 
 
 def add(api: httpx.Client, user: str, text: str, **extra: object) -> dict:
@@ -95,7 +95,8 @@ def test_search_finds_a_fresh_memory_exactly_once(api: httpx.Client, user: str) 
     assert top["text_rank"] == 1 and top["vector_rank"] == 1
     assert body["query"] == "cello orchestra"
     assert body["total"] == len(body["results"])
-    assert set(top["attributes"]["arms"]) == {"text", "vector"}
+    # The three adds form one inferred episode, so the session arm finds it too.
+    assert set(top["attributes"]["arms"]) == {"text", "vector", "session"}
 
 
 def test_search_modes_fill_only_their_arm(api: httpx.Client, user: str) -> None:
@@ -207,13 +208,13 @@ def test_users_are_isolated_through_every_operation(api: httpx.Client) -> None:
     assert add(api, b, "Nora's bank PIN hint is the lighthouse.")["event"] == "ADD"
 
 
-def test_health_reports_every_check(api: httpx.Client) -> None:
+def test_health_reports_every_check(api: httpx.Client, backend: str) -> None:
     response = api.get("/api/health")
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
     checks = body["checks"]
-    assert checks["memgraph"]["ok"] is True and checks["memgraph"]["url"] == "sqlite://"
+    assert checks["memgraph"]["ok"] is True and checks["memgraph"]["url"] == f"{backend}://"
     assert checks["embeddings"] == {**checks["embeddings"], "ok": True, "provider": "wordllama", "dim": 256}
     assert checks["indexes"]["ok"] is True and checks["indexes"]["provider_dim"] == 256
     assert checks["indexes"]["mismatches"] == []
@@ -229,8 +230,8 @@ def test_every_response_carries_a_request_id(api: httpx.Client, user: str) -> No
     assert echoed.headers["x-request-id"] == "trace-123"
 
 
-def test_memories_survive_a_restart(tmp_path) -> None:
-    server = ServerProcess(tmp_path / "restart.db")
+def test_memories_survive_a_restart(tmp_path, backend: str) -> None:
+    server = ServerProcess(tmp_path / "restart.db", database_url=database_for(backend))
     server.start()
     try:
         with httpx.Client(base_url=server.base_url) as client:

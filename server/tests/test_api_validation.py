@@ -86,6 +86,17 @@ def test_list_rejects_bad_query(api: httpx.Client, user: str, params: dict, fiel
     assert_validation(api.get("/api/v1/memories", params={"user_id": user, **params}), field)
 
 
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [("/api/v1/memories", {"page": "2.0"}, "page"), ("/api/v1/memories", {"size": "1e1"}, "size"),
+     ("/api/v1/communities", {"level": "0.0"}, "level"), ("/api/v1/reconcile/suggestions", {"limit": "5.5"}, "limit")],
+)
+def test_integer_query_parameters_are_written_in_digits(api: httpx.Client, user: str, path: str, params: dict, field: str) -> None:
+    body = assert_validation(api.get(path, params={"user_id": user, **params}), field)
+    assert body["errors"][field] == ["Must be an integer"]
+    assert api.get(path, params={"user_id": user, field: "1"}).status_code == 200
+
+
 def test_list_requires_user_id(api: httpx.Client) -> None:
     assert_validation(api.get("/api/v1/memories"), "user_id")
 

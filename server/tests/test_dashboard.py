@@ -4,17 +4,24 @@ user's key sees that user only. (The real-browser suite is server/browser_tests.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from html import unescape
+from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
 
+from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.testing import ServerProcess, running_server
 
 SECRET = "dashboard-test-secret"
@@ -92,8 +99,68 @@ def test_the_memories_page_lists_each_fact_with_both_time_axes(api: httpx.Client
     by_app = visible(browser.get("/ui/memories", params={"user_id": user, "app": "barista", "session_id": "s-1"}).text)
     assert "1 memory" in by_app and "User drinks oat milk." in by_app
     by_text = visible(browser.get("/ui/memories", params={"user_id": user, "q": "bicycle commute cycles"}).text)
-    assert "2 best matches" in by_text
+    assert "2 memories, the 1,000 most relevant first, then the rest newest first" in by_text
     assert by_text.index("User cycles to work.") < by_text.index("User drinks oat milk.")
+
+
+def test_the_text_filter_is_the_apis_listing_with_the_true_total_on_every_page(
+    api: httpx.Client, browser: httpx.Client, user: str
+) -> None:
+    """More matches than the page used to rank (200): the count is every memory, and paging walks
+    them all, each once, in the order the API's search_query listing gives."""
+    gardens = [f"{who} grows {crop} in a garden in {city}." for who in ("User", "User's sister", "User's son") for city in (
+        "Lisbon", "Berlin", "Kyoto", "Oslo", "Lima", "Cairo", "Dublin", "Austin", "Boston", "Denver", "Madrid", "Rome",
+        "Vienna", "Prague", "Warsaw", "Athens", "Nairobi", "Sydney", "Perth", "Toronto", "Montreal", "Seattle", "Chicago",
+    ) for crop in ("tomatoes", "carrots", "leeks", "beans", "onions", "peppers", "squash", "kale", "beets", "radishes")]
+    others = ["User practises piano scales every evening.", "User renewed a passport at the embassy."]
+    batch = api.post("/api/v1/memories/batch", json={"user_id": user, "memories": [
+        {"text": t, "infer": False} for t in [*gardens, *others]]}, timeout=180)  # 692 facts on a shared machine
+    assert batch.status_code == 200, batch.text
+    stored = {m["id"]: m["content"] for m in batch.json()["memories"] if m["event"] == "ADD"}  # near-duplicates are skipped
+    assert len(stored) > 200 and set(others) <= set(stored.values())
+    total, pages = len(stored), math.ceil(len(stored) / 100)
+    shown_ids: list[str] = []
+    for number in range(1, pages + 1):
+        page = browser.get("/ui/memories", params={"user_id": user, "q": "garden tomatoes", "size": "100", "page": str(number)})
+        assert page.status_code == 200
+        assert (f"{total} memories, the 1,000 most relevant first, then the rest newest first · page {number} of {pages}"
+                in visible(page.text))
+        shown_ids += re.findall(r'href="/ui/memory\?user_id=[^&]+&amp;id=([0-9a-f-]{36})"', page.text)
+    assert len(shown_ids) == len(set(shown_ids)) == total
+    assert set(shown_ids) == set(stored)
+    listed = [api.get("/api/v1/memories", params={"user_id": user, "search_query": "garden tomatoes", "size": 100,
+                                                  "page": n}).json() for n in range(1, pages + 1)]
+    assert {body["total"] for body in listed} == {total}
+    assert shown_ids == [m["id"] for body in listed for m in body["items"]]
+    # relevance first: the first page is garden facts, the tomato growers at its top
+    assert all(" in a garden in " in stored[i] for i in shown_ids[:100])
+    assert all(" grows tomatoes " in stored[i] for i in shown_ids[:5])
+
+
+def test_the_state_filter_lists_one_state_at_a_time(api: httpx.Client, browser: httpx.Client, user: str) -> None:
+    old = add(api, user, "User works at Initech.")
+    revised = browser.post("/ui/memory/edit", data={"user_id": user, "id": old["id"], "text": "User works at Globex.",
+                                                    "csrf_token": csrf(browser)})
+    assert revised.status_code == 303
+    ended = add(api, user, "User is on holiday.")
+    assert browser.post("/ui/memory/invalidate", data={"user_id": user, "id": ended["id"], "csrf_token": csrf(browser)}).status_code == 303
+    add(api, user, "User speaks Danish.")
+
+    def listed(state: str | None) -> list[str]:
+        page = browser.get("/ui/memories", params={"user_id": user, **({"state": state} if state else {})})
+        assert page.status_code == 200
+        return re.findall(r'<a class="text" href="[^"]+">([^<]+)</a>', page.text)
+
+    current = ["User speaks Danish.", "User works at Globex."]
+    assert listed(None) == listed("current") == listed("active") == current
+    assert listed("superseded") == ["User works at Initech."]
+    assert listed("invalidated") == ["User is on holiday."]
+    assert listed("resolved") == []
+    assert listed("all") == ["User speaks Danish.", "User is on holiday.", "User works at Globex.", "User works at Initech."]
+    page = browser.get("/ui/memories", params={"user_id": user, "state": "superseded"}).text
+    assert "1 memory" in visible(page)
+    assert '<option value="superseded" selected>only superseded</option>' in page
+    assert '<option value="current" >current facts</option>' in page
 
 
 def test_point_in_time_shows_what_was_true_and_what_was_believed(api: httpx.Client, browser: httpx.Client, user: str) -> None:
@@ -205,7 +272,7 @@ def test_a_form_from_another_site_is_refused(api: httpx.Client, browser: httpx.C
 @pytest.mark.parametrize(("path", "params", "message"), [
     ("/ui/memories", {"page": "0"}, "page: Must be a whole number from 1 to 4000"),
     ("/ui/memories", {"as_of": "last tuesday"}, "as_of: Not an ISO 8601 date-time or Unix seconds"),
-    ("/ui/memories", {"state": "deleted"}, "state: Must be one of current, all"),
+    ("/ui/memories", {"state": "deleted"}, "state: Must be one of current, active, superseded, invalidated, resolved, all"),
     ("/ui/memories", {"memory_type": "dream"}, "memory_type: Must be one of episodic, semantic, procedural"),
     ("/ui/search", {"q": "x", "top_k": "51"}, "top_k: Must be a whole number from 1 to 50"),
     ("/ui/search", {"q": "x", "mode": "magic"}, "mode: Must be one of hybrid, text, vector, deep"),
@@ -239,9 +306,77 @@ def test_bad_form_input_is_a_400_page_and_changes_nothing(api: httpx.Client, bro
     assert api.get(f"/api/v1/memories/{fact['id']}", params={"user_id": user}).json()["state"] == "active"
 
 
+@pytest.mark.parametrize(("page_params", "api_call"), [
+    ({"as_of": "last tuesday"}, ("GET", "/api/v1/memories", {"as_of": "last tuesday"})),
+    ({"known_at": "3000-01-01T00:00:00Z"}, ("GET", "/api/v1/memories", {"known_at": "3000-01-01T00:00:00Z"})),
+])
+def test_a_bad_filter_gets_the_apis_status_and_message(
+    api: httpx.Client, browser: httpx.Client, user: str, page_params: dict[str, str], api_call: tuple[str, str, dict[str, str]]
+) -> None:
+    method, path, params = api_call
+    answer = api.request(method, path, params={"user_id": user, **params})
+    page = browser.get("/ui/memories", params={"user_id": user, **page_params})
+    body = answer.json()
+    assert (page.status_code, answer.status_code) == (400, 400)
+    shown = visible(page.text)
+    assert f"{body['status']} · {body['code']}" in shown
+    assert [f"{field}: {reason}" for field, reasons in body["errors"].items() for reason in reasons] == [error_of(page.text)]
+
+
+class Controls(HTMLParser):
+    """Every form control of a page, and the ids its <label for> elements name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.controls: list[dict[str, str | None]] = []
+        self.labelled: set[str] = set()
+        self._button: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "label" and found.get("for"):
+            self.labelled.add(str(found["for"]))
+        elif tag in ("input", "select", "textarea") and found.get("type") != "hidden":
+            self.controls.append({"tag": tag, **found})
+        elif tag == "button":
+            self._button = {"tag": tag, **found, "text": ""}
+            self.controls.append(self._button)
+
+    def handle_data(self, data: str) -> None:
+        if self._button is not None:
+            self._button["text"] = (self._button["text"] or "") + data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "button":
+            self._button = None
+
+    def unlabelled(self) -> list[str]:
+        return [str(c.get("name") or c["tag"]) for c in self.controls
+                if not (c.get("aria-label") or (c["tag"] == "button" and (c.get("text") or "").strip())
+                        or (c.get("id") and c["id"] in self.labelled))]
+
+
+def test_every_control_on_every_page_has_a_label(api: httpx.Client, browser: httpx.Client, user: str) -> None:
+    fact = add(api, user, "User likes jazz.")
+    pages = [("/ui/login", {}), ("/ui/users", {}), ("/ui/system", {}), ("/ui/memories", {"user_id": user}),
+             ("/ui/memory", {"user_id": user, "id": fact["id"]}), ("/ui/memory/delete", {"user_id": user, "id": fact["id"]}),
+             ("/ui/search", {"user_id": user, "q": "jazz"}), ("/ui/entities", {"user_id": user}),
+             ("/ui/memories", {"user_id": user, "page": "0"})]
+    counted = 0
+    for path, params in pages:
+        page = browser.get(path, params=params)
+        assert page.status_code in (200, 400), path
+        parsed = Controls()
+        parsed.feed(page.text)
+        assert parsed.unlabelled() == [], path
+        counted += len(parsed.controls)
+    assert counted >= 30  # the pages have their controls: a page that lost its form fails above, not here
+
+
 def test_the_search_lab_shows_each_hits_arms_ranks_and_timings(api: httpx.Client, browser: httpx.Client, user: str) -> None:
-    add(api, user, "User plays the cello in an orchestra.")
-    add(api, user, "User dislikes early mornings.")
+    # two sessions: facts of one session lend each other context, and this is about one fact's own evidence
+    add(api, user, "User plays the cello in an orchestra.", session_id="rehearsal")
+    add(api, user, "User dislikes early mornings.", session_id="breakfast")
     page = browser.get("/ui/search", params={"user_id": user, "q": "cello orchestra", "mode": "text", "top_k": "5"})
     text = visible(page.text)
     assert "Recipe text: rrf fusion of text (weight 1.0)." in text
@@ -265,13 +400,79 @@ def test_the_users_page_counts_each_state(api: httpx.Client, browser: httpx.Clie
     assert abs(last - time.time()) < 120
 
 
-def test_the_system_page_shows_health_embedder_and_storage(api: httpx.Client, browser: httpx.Client) -> None:
+def test_the_system_page_shows_health_embedder_and_storage(api: httpx.Client, browser: httpx.Client, backend: str) -> None:
     health = api.get("/api/health").json()["checks"]["embeddings"]
     text = visible(browser.get("/ui/system").text)
     assert text.startswith("Skip to content Cortadel Users System System Healthy")
+    assert f"Database {backend} · ok · " in text
     assert f"Embedder {health['provider']}/{health['model']} · dimension {health['dim']} · ok" in text
-    assert re.search(r"Storage size \d+\.\d (KiB|MiB)", text), text
+    if backend == "sqlite":  # the file's size; a PostgreSQL server's disk is not the page's to report
+        assert re.search(r"Storage size \d+\.\d (KiB|MiB)", text), text
+    else:
+        assert "Storage size — " in text
     assert re.search(r"Jobs waiting \d+", text), text
+
+
+def test_the_system_page_lists_the_job_queue_with_ages_and_the_recent_errors(tmp_path: Path) -> None:
+    """Jobs as the storage holds them (one waiting to retry, one given up), and a failed embedder
+    call seen as the request that failed (503) and the provider error, under the request's id."""
+    failing = threading.Event()
+
+    def embed(request: RecordedRequest) -> Reply:
+        if failing.is_set():
+            return Reply.error(400, "the embedding model is overloaded")  # a 400 is not retried
+        inputs = request.body["input"]
+        digests = [hashlib.sha256(t.encode()).digest() for t in ([inputs] if isinstance(inputs, str) else inputs)]
+        return Reply.embeddings([[b / 255 - 0.5 for b in d[:8]] for d in digests])
+
+    with ScriptedOpenAI() as embedder:
+        embedder.handle("/v1/embeddings", embed)
+        embeddings_url = embedder.v1_url
+        server = ServerProcess(tmp_path / "cortadel.db", env={
+            "CORTADEL_EMBEDDER": "openai", "CORTADEL_EMBEDDER_URL": embeddings_url, "CORTADEL_EMBEDDER_MODEL": "scripted"})
+        server.start()  # the schema
+        server.stop()
+        storage = SqliteStorage(server.data)
+        seeded = time.time()
+        try:
+            for error, retry_at in (("scripted: retry later", seeded + 3600), ("scripted: gave up", None)):
+                storage.enqueue_job("enrich", "jobs-user", None, {})
+                job = storage.claim_job(time.time())
+                assert job is not None
+                storage.fail_job(job.id, error, retry_at)
+        finally:
+            storage.close()
+        server.start()
+        try:
+            with httpx.Client(base_url=server.base_url, timeout=30) as client:
+                quiet = visible(client.get("/ui/system").text)
+                assert "Jobs waiting 1 " in quiet
+                jobs = re.search(r"Job queue Kind Status Jobs Oldest enrich failed 1 (\d+) s enrich queued 1 (\d+) s Recent", quiet)
+                assert jobs, quiet
+                assert all(0 <= int(age) <= time.time() - seeded + 1 for age in jobs.groups())
+                assert "No server or provider errors since the server started." in quiet
+
+                failing.set()
+                before = time.time()
+                refused = client.post("/api/v1/memories/search", json={"user_id": "jobs-user", "query": "anything"},
+                                      headers={"x-request-id": "search-7f3a"})
+                assert (refused.status_code, refused.headers["x-request-id"]) == (503, "search-7f3a")
+                page = client.get("/ui/system").text
+        finally:
+            server.stop()
+    text = visible(page)
+    errors = text.split("Recent errors When Operation Status Request id Message ", 1)[1]
+    stamp = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC)"
+    failure = re.escape(f'openai embedder: {embeddings_url}/embeddings answered HTTP 400: '
+                        '{"error": {"message": "the embedding model is overloaded", "type": "scripted"}}')
+    # newest first: the System page's own health check, then the search and the embedder call it made
+    rows = re.fullmatch(
+        rf"{stamp} embedder provider error ([0-9a-f]{{32}}) {failure} {stamp} Memories_Search 503 search-7f3a — "
+        rf"{stamp} embedder provider error search-7f3a {failure} The latest 50 since the server started: .*", errors)
+    assert rows, errors
+    for shown_at in (rows.group(1), rows.group(3), rows.group(4)):
+        at = datetime.strptime(shown_at, "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC).timestamp()
+        assert before - 1 <= at <= time.time()
 
 
 def test_the_entities_page_lists_aliases_and_the_facts_that_mention_them(api: httpx.Client, browser: httpx.Client, user: str) -> None:
@@ -350,15 +551,23 @@ def test_a_users_key_sees_that_user_only(secured: ServerProcess) -> None:
         assert "Memories of alice" in own and "Alice runs marathons." in own and "9921" not in own
         assert "Users" not in own.split("Memories of alice")[0]  # no link to pages about every user
         for path, params in (("/ui/memories", {"user_id": "bob"}), ("/ui/memory", {"user_id": "bob", "id": bobs["id"]}),
-                             ("/ui/search", {"user_id": "bob", "q": "PIN"}), ("/ui/entities", {"user_id": "bob"})):
+                             ("/ui/memory/delete", {"user_id": "bob", "id": bobs["id"]}),
+                             ("/ui/memories", {"user_id": "bob", "q": "PIN", "state": "all"}),
+                             ("/ui/search", {"user_id": "bob", "q": "PIN"}), ("/ui/entities", {"user_id": "bob"}),
+                             ("/ui/entities", {"user_id": "bob", "entity": "bob"})):
             refused = alice.get(path, params=params)
             assert (refused.status_code, error_of(refused.text)) == (403, "API key is not valid for user 'bob'"), path
             assert "9921" not in refused.text
         # bob's fact under alice's name is simply not found
         hidden = alice.get("/ui/memory", params={"id": bobs["id"]})
         assert (hidden.status_code, error_of(hidden.text)) == (404, f"Memory {bobs['id']} not found")
-        forged = alice.post("/ui/memory/delete", data={"user_id": "bob", "id": bobs["id"], "confirm": "yes", "csrf_token": csrf(alice)})
-        assert (forged.status_code, error_of(forged.text)) == (403, "API key is not valid for user 'bob'")
+        for path, fields in (("/ui/memory/delete", {"confirm": "yes"}), ("/ui/memory/edit", {"text": "Bob's PIN is 0000."}),
+                             ("/ui/memory/invalidate", {})):
+            forged = alice.post(path, data={"user_id": "bob", "id": bobs["id"], "csrf_token": csrf(alice), **fields})
+            assert (forged.status_code, error_of(forged.text)) == (403, "API key is not valid for user 'bob'"), path
+            # under her own name, bob's fact is not found: nothing of his changes either way
+            own_name = alice.post(path, data={"user_id": "alice", "id": bobs["id"], "csrf_token": csrf(alice), **fields})
+            assert (own_name.status_code, error_of(own_name.text)) == (404, f"Memory {bobs['id']} not found"), path
         for path in ("/ui/users", "/ui/system"):
             admin_only = alice.get(path)
             assert (admin_only.status_code, error_of(admin_only.text)) == (
@@ -371,7 +580,7 @@ def test_a_users_key_sees_that_user_only(secured: ServerProcess) -> None:
         assert alice.get("/ui/memories").status_code == 303
     with httpx.Client(base_url=secured.base_url, timeout=30) as api:
         still = api.get(f"/api/v1/memories/{bobs['id']}", headers={"Authorization": f"Bearer {bob_key}"}).json()
-        assert still["text"] == "Bob's PIN is 9921."
+        assert (still["text"], still["state"]) == ("Bob's PIN is 9921.", "active")
 
 
 def test_the_admin_key_sees_every_user(secured: ServerProcess) -> None:

@@ -24,7 +24,8 @@ from cortadel_server.testing import ServerProcess
 
 pytestmark = pytest.mark.anyio
 
-TOOL_NAMES = ["add_memories", "add_conversation", "search_memory", "get_skill"]
+TOOL_NAMES = ["add_memories", "add_conversation", "search_memory", "get_skill", "add_media", "reconcile_memories",
+              "reconcile_status", "list_merge_suggestions"]
 
 
 @pytest.fixture()
@@ -103,6 +104,10 @@ async def test_list_tools_names_and_input_schemas(server: ServerProcess, user: s
             [],
         ),
         "get_skill": (["task"], ["task"]),
+        "add_media": (["caption", "data", "media_type", "name", "project", "tags", "text"], ["name"]),
+        "reconcile_memories": (["limit", "types"], []),
+        "reconcile_status": (["run_id"], []),
+        "list_merge_suggestions": (["status"], []),
     }
     assert all(s["additionalProperties"] is False for s in schemas.values())
     search = schemas["search_memory"]["properties"]
@@ -351,7 +356,8 @@ async def test_bad_arguments_are_tool_errors_naming_the_argument(server: ServerP
     assert text_of(bad_type).startswith("Invalid arguments for add_memories: memory_type: Input should be 'episodic'")
     assert text_of(bad_instant) == "Invalid arguments for search_memory: as_of: Not an ISO 8601 date-time or Unix seconds"
     assert text_of(unknown) == (
-        "Unknown tool 'forget_everything'; the tools are add_memories, add_conversation, search_memory, get_skill."
+        "Unknown tool 'forget_everything'; the tools are add_memories, add_conversation, search_memory, get_skill, "
+        "add_media, reconcile_memories, reconcile_status, list_merge_suggestions."
     )
     assert still_alive.structured_content["mode"] == "browse"
 

@@ -16,6 +16,10 @@ from mcp.client.streamable_http import streamable_http_client
 from prometheus_client.parser import text_string_to_metric_families
 from support.scripted_openai import Reply, ScriptedOpenAI
 
+from cortadel_server.curation.reconcile import RECONCILE
+from cortadel_server.pipeline.enrich import ENRICH
+from cortadel_server.storage.base import StoredJob
+from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.testing import ServerProcess, running_server
 
 ADMIN_KEY = "admin-key-for-metrics-tests"
@@ -162,3 +166,28 @@ def test_metrics_take_the_admin_key_when_auth_is_on() -> None:
         ("Probes_Live", "200"): 1,
         ("Probes_Ready", "200"): 1,
     }
+
+
+def test_the_oldest_queued_job_of_each_kind_gives_the_queue_age(tmp_path: Path) -> None:
+    db = tmp_path / "cortadel.db"
+    written = time.time()
+    not_due = written + 86400  # the workers leave them queued
+    store = SqliteStorage(db)
+    try:
+        store.load_jobs("ann", [
+            StoredJob(ENRICH, "m-1", {}, "queued", 0, not_due, None, written - 600),
+            StoredJob(ENRICH, "m-2", {}, "queued", 0, not_due, None, written - 60),
+            StoredJob(RECONCILE, None, {"run_id": "r-1"}, "queued", 1, not_due, "timed out", written - 120),
+            StoredJob(RECONCILE, None, {"run_id": "r-0"}, "failed", 3, written, "gave up", written - 86400),  # not queued
+        ])
+    finally:
+        store.close()
+    with running_server(data=db) as server, httpx.Client(base_url=server.base_url, timeout=30) as api:
+        before = time.time()
+        samples = scrape(api)
+        after = time.time()
+    ages = series(samples, "cortadel_jobs_oldest_queued_age_seconds", "kind")
+    assert set(ages) == {ENRICH, RECONCILE}
+    assert 600 + (before - written) <= ages[ENRICH] <= 600 + (after - written)
+    assert 120 + (before - written) <= ages[RECONCILE] <= 120 + (after - written)
+    assert samples[("cortadel_jobs_pending", frozenset())] == 3

@@ -31,7 +31,7 @@ from cortadel_server.pipeline.model import (
 from cortadel_server.pipeline.rules import RulesExtractor
 from cortadel_server.providers._http import RetryPolicy
 from cortadel_server.providers.llm import OpenAIChatClient
-from cortadel_server.testing import running_server
+from cortadel_server.testing import database_for, running_server
 
 CHAT = "/v1/chat/completions"
 SAID_AT = datetime(2026, 6, 15, 12, 0, tzinfo=UTC)
@@ -155,12 +155,12 @@ def llm_api() -> Iterator[ScriptedOpenAI]:
         yield server
 
 
-def test_over_http_llm_facts_are_stored_and_an_outage_reports_error_items(llm_api: ScriptedOpenAI) -> None:
+def test_over_http_llm_facts_are_stored_and_an_outage_reports_error_items(llm_api: ScriptedOpenAI, backend: str) -> None:
     env = {
         "CORTADEL_EXTRACTOR": "llm", "CORTADEL_LLM_URL": llm_api.v1_url, "CORTADEL_LLM_MODEL": "scripted",
         "CORTADEL_LLM_FALLBACK": "error", "CORTADEL_LLM_TIMEOUT": "2",
     }
-    with running_server(env=env) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
+    with running_server(env=env, database_url=database_for(backend)) as server, httpx.Client(base_url=server.base_url, timeout=30) as http:
         messages = [{"role": "user", "content": "I moved to Lisbon last month and I only ship to production on Tuesdays.", "uuid": "u-9"}]
         llm_api.enqueue(CHAT, Reply.chat({"facts": [fact("User moved to Lisbon last month.", turn=1, time_expression="last month")]}))
         body = http.post("/api/v1/memories/from-conversation", json={"user_id": "llm-user", "messages": messages}).json()

@@ -51,6 +51,20 @@ def test_a_database_without_pgvector_stops_the_server_with_one_line(tmp_path: Pa
     )
 
 
+def test_a_database_that_does_not_store_utf8_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    # What initdb makes on a machine without a locale (a bare container): psycopg would hand text back as bytes.
+    server = postgres_server()
+    name = f"ascii_{os.getpid()}"
+    server.psql(f"DROP DATABASE IF EXISTS {name}")
+    server.psql(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    done = start_failure(server.get_uri(name), tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "cortadel: CORTADEL_DATABASE_URL: the database's encoding is SQL_ASCII, not UTF8; create it with "
+        "ENCODING 'UTF8' (initdb --encoding=UTF8, or CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)\n"
+    )
+
+
 def test_an_unknown_scheme_is_refused_at_start(tmp_path: Path) -> None:
     done = start_failure("mysql://db/memories", tmp_path)
     assert done.returncode == 2

@@ -175,7 +175,7 @@ def test_session_documents_follow_inserts_updates_and_deletes(store: SqliteStora
     store.delete_memories("u", [second])
     assert _doc(store, "u", "s1") is None
     assert store.session_search("u", "dolomites", 5) == []
-    assert store._rows("SELECT count(*) FROM session_docs_fts WHERE session_docs_fts MATCH 'dolomites'") == [(0,)]
+    assert store._rows("SELECT count(*) FROM session_docs_fts WHERE session_docs_fts MATCH ?", (store._conn().terms.match(user_key("u"), "dolomites"),)) == [(0,)]
 
 
 def test_session_search_and_members_are_user_scoped_and_filtered(store: SqliteStorage, writer: Writer) -> None:
@@ -203,7 +203,7 @@ def test_migration_builds_session_documents_for_existing_memories(tmp_path: Path
             "VALUES (?, ?, 'u', ?, ?, '', ?, ?)",
             (rowid, f"m{rowid}", user_key("u"), text, session, created),
         )
-    assert migrate(conn) == ["0002_session_docs", "0003_turn_context", "0004_purge_and_embedding_repair"]
+    assert migrate(conn) == [step.name for step in MIGRATIONS[1:]]
     conn.close()
     store = SqliteStorage(path)
     assert _doc(store, "u", "s1") == "first turn\nsecond turn"
@@ -289,7 +289,7 @@ def test_neighbour_context_brings_the_turn_before_a_hit(store: SqliteStorage, em
     hits = retriever.search(SearchRequest("u", "pottery workshop"), config)
     assert [h.memory.id for h in hits] == [hit, before]
     assert hits[1].attributes["context_of"] == hit and hits[1].attributes["arms"] == {}
-    assert hits[1].score == pytest.approx(hits[0].score * 0.2)
+    assert hits[1].attributes["fusion_score"] == pytest.approx(hits[0].attributes["fusion_score"] * 0.2)
     plain = retriever.search(SearchRequest("u", "pottery workshop"), dataclasses.replace(config, neighbours=None))
     assert [h.memory.id for h in plain] == [hit]
 
@@ -327,8 +327,9 @@ def test_score_fusion_is_selectable_per_config(store: SqliteStorage, embedder: W
     config = SearchConfig(arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.2)), fusion=Fusion.SCORE)
     hits = Retriever(store, embedder).search(SearchRequest("u", "boiler invoice"), config)
     assert hits[0].memory.id == strong
-    assert 1.0 <= hits[0].score <= 1.2      # BM25's best (1.0) plus at most the vector arm's weight
-    assert 0.0 <= hits[1].score <= 0.2      # no word in common: the vector arm's share only
+    fused = [h.attributes["fusion_score"] for h in hits]  # hit.score is the reference-scale rrf_score
+    assert 1.0 <= fused[0] <= 1.2      # BM25's best (1.0) plus at most the vector arm's weight
+    assert 0.0 <= fused[1] <= 0.2      # no word in common: the vector arm's share only
 
 
 def test_session_decay_lets_another_episode_into_the_head(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
@@ -351,7 +352,7 @@ def test_default_recipe_prefers_a_statement_to_an_equally_matching_question(stor
     hits = retriever.search(SearchRequest("u", "adopt puppy shelter"))
     assert [h.memory.id for h in hits][:2] == [statement, question]
     plain = retriever.search(SearchRequest("u", "adopt puppy shelter"), dataclasses.replace(HYBRID, question_weight=1.0))
-    before = {h.memory.id: h.score for h in plain}
-    after = {h.memory.id: h.score for h in hits}
+    before = {h.memory.id: h.attributes["fusion_score"] for h in plain}
+    after = {h.memory.id: h.attributes["fusion_score"] for h in hits}
     assert after[question] == pytest.approx(0.8 * before[question])
     assert after[statement] == pytest.approx(before[statement])

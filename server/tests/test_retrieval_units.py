@@ -6,12 +6,14 @@ import time
 import uuid
 from pathlib import Path
 
+import apsw
 import numpy as np
 import pytest
 
 from cortadel_server.retrieval.fusion import reciprocal_rank_fusion, trim_to_token_budget
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord
-from cortadel_server.storage.sqlite import SqliteStorage, fts_query
+from cortadel_server.storage.sqlite import SqliteStorage, user_key
+from cortadel_server.storage.sqlite_terms import UserTerms
 from cortadel_server.text import fingerprint
 
 
@@ -36,14 +38,15 @@ def test_token_budget_keeps_the_head() -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("Can we cut a release this Friday?", '"cut" OR "release" OR "friday"'),
-        ('NEAR("x" AND y) OR -z*', '"near" OR "x" OR "y" OR "z"'),
-        ("the a of", '"the" OR "a" OR "of"'),
+        ("Can we cut a release this Friday?", '"uKcut" OR "uKreleas" OR "uKfridai"'),
+        ('NEAR("x" AND y) OR -z*', '"uKnear" OR "uKx" OR "uKy" OR "uKz"'),
+        ("the a of", '"uKthe" OR "uKa" OR "uKof"'),
+        ("Sam's café, running runs", '"uKsam uKs" OR "uKcafe" OR "uKrun" OR "uKrun"'),
         ("???", None),
     ],
 )
-def test_fts_query_quotes_words_and_drops_stopwords(query: str, expected: str | None) -> None:
-    assert fts_query(query) == expected
+def test_fts_query_quotes_the_users_stems_and_drops_stopwords(query: str, expected: str | None) -> None:
+    assert UserTerms(apsw.Connection(":memory:")).match("uK", query) == expected
 
 
 def _record(user: str, text: str, created: float, **fields: object) -> MemoryRecord:
@@ -109,7 +112,7 @@ def test_delete_purges_text_vector_history_and_entities(store: SqliteStorage) ->
     assert store.vector_search("u", unit([0, 1, 0]), MemoryFilters(include_superseded=True), 10) == []
     assert store.history("u", rec.id) == []
     assert store.entity_names("u") == {}
-    rows = store._rows("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'Initech'")
+    rows = store._rows("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (store._conn().terms.match(user_key("u"), "Initech"),))
     assert rows == [(0,)]
 
 

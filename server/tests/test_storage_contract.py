@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cortadel_server.metrics import JobQueue
 from cortadel_server.storage.base import EntityMention, MemoryFilters, MemoryRecord, Storage
 from cortadel_server.storage.postgres import PostgresStorage
 from cortadel_server.storage.sqlite import SqliteStorage
@@ -133,6 +134,11 @@ def _corpus(store: Storage) -> None:
         # valid time in [T0-2000, T0+2): c (valid from T0-1000) and a
         (MemoryFilters(valid_between=(T0 - 2000, T0 + 2)), ["c", "a"]),
         (MemoryFilters(session_id="s1", tag="t2", project="p1"), ["b"]),
+        # one state, in place of the current-only rule
+        (MemoryFilters(state="superseded"), ["d"]),
+        (MemoryFilters(state="invalidated"), ["f"]),
+        (MemoryFilters(state="active"), ["e", "c", "b", "a"]),
+        (MemoryFilters(exclude_ids=("e", "b", "other")), ["c", "a"]),
     ],
 )
 def test_list_applies_every_filter_newest_first(store: Storage, filters: MemoryFilters, expected: list[str]) -> None:
@@ -254,12 +260,49 @@ def test_entities_link_score_and_leave_with_their_last_memory(store: Storage) ->
     assert store.entity_names("u2") == {"eve": "Eve"}
 
 
+# -- fading and communities -----------------------------------------------------------------------
+def test_recalls_move_last_seen_forward_only_for_their_user_and_leave_with_the_memory(store: Storage) -> None:
+    store.insert_memory(mem("m1", "Ana sings.", at=1, updated_at=T0 + 5), vec(1, 0, 0, 0))
+    store.insert_memory(mem("m2", "Bob runs.", at=2), vec(0, 1, 0, 0))
+    store.insert_memory(mem("m3", "Eve reads.", user="u2", at=3), vec(0, 0, 1, 0))
+    version = store.user_version("u1")
+    assert store.last_seen("u1", ["m1", "m2", "m3", "nope"]) == {"m1": T0 + 5, "m2": T0 + 2}
+    store.record_recalls("u1", ["m2", "m3"], T0 + 50)  # m3 is u2's: not recorded for u1
+    store.record_recalls("u1", ["m2"], T0 + 40)  # an older recall never moves it back
+    assert store.last_seen("u1", ["m1", "m2"]) == {"m1": T0 + 5, "m2": T0 + 50}
+    assert store.last_seen("u2", ["m3"]) == {"m3": T0 + 3}
+    assert store.user_version("u1") == version  # a recall changes no memory
+    store.delete_memories("u1", ["m2"])
+    store.insert_memory(mem("m2", "Bob runs again.", at=60), vec(0, 1, 0, 0))
+    assert store.last_seen("u1", ["m2"]) == {"m2": T0 + 60}  # the old recall left with the old row
+    assert store.delete_user("u1")["memory_recalls"] == 0
+    store.record_recalls("u2", ["m3"], T0 + 70)
+    assert store.delete_user("u2")["memory_recalls"] == 1
+
+
+def test_entity_links_list_current_memories_and_their_entities(store: Storage) -> None:
+    store.insert_memory(mem("m1", "Ana and Bob met.", at=1), vec(1, 0, 0, 0))
+    store.insert_memory(mem("m2", "Ana sings.", at=2), vec(1, 0, 0, 0))
+    store.insert_memory(mem("m3", "Bob moved.", at=3, expired_at=T0 + 4), vec(1, 0, 0, 0))
+    store.link_entities("u1", "m1", [EntityMention("Ana", "person", "Ana"), EntityMention("Bobby", "person", "Bob")])
+    store.link_entities("u1", "m2", [EntityMention("ana", "person", "Ana")])
+    store.link_entities("u1", "m3", [EntityMention("Bob", "person", "Bob")])
+    store.link_entities("u2", "x", [EntityMention("Eve", "person", "Eve")])
+    assert store.entity_links("u1") == [("m1", "Ana"), ("m1", "Bob"), ("m2", "Ana")]
+    assert store.entity_links("u2") == []  # x is no memory of u2
+
+
 # -- jobs ----------------------------------------------------------------------------------------
 def test_jobs_are_claimed_once_retried_and_taken_over_from_a_dead_claimer(opener: Callable[[], Storage]) -> None:
     store, other = opener(), opener()
+    assert isinstance(store, JobQueue)
+    queued_from = time.time()
     store.enqueue_job("enrich", "u1", "m1", {"n": 1})
     store.enqueue_job("enrich", "u2", None, {"n": 2})
     now = time.time() + 1
+    [group] = store.job_groups()
+    assert (group.kind, group.status, group.count) == ("enrich", "queued", 2)
+    assert queued_from <= group.oldest_created_at <= time.time()
     first = store.claim_job(now)
     second = other.claim_job(now)  # another process takes the other one, never the same
     assert first is not None and second is not None
@@ -281,6 +324,7 @@ def test_jobs_are_claimed_once_retried_and_taken_over_from_a_dead_claimer(opener
     assert retried is not None and (retried.id, retried.attempts) == (second.id, 2)
     store.fail_job(second.id, "gave up", retry_at=None)
     assert store.claim_job(now + 1000) is None
+    assert [(g.kind, g.status, g.count) for g in store.job_groups()] == [("enrich", "failed", 1)]
 
 
 # -- deletion ------------------------------------------------------------------------------------
@@ -385,3 +429,90 @@ def test_index_info_and_a_reindex_to_another_dimension(store: Storage) -> None:
     assert ids(store.vector_search("u1", vec(1, 0, 0), MemoryFilters(), 5)) == ["a"]
     assert store.vector_search("u1", vec(1, 0, 0, 0), MemoryFilters(), 5) == []
 
+
+
+# -- curation: entities put back as records, reconciliation runs and suggestions -------------------
+def test_put_entities_makes_entities_exactly_so_and_keeps_their_rows(store: Storage) -> None:
+    from cortadel_server.storage.base import StoredEntity
+
+    store.link_entities("u1", "m1", [EntityMention("Ana", "person", "ana"), EntityMention("Annie", "person", "annie")])
+    store.link_entities("u2", "x", [EntityMention("Ana", "person", "ana")])
+    before = store.dump_entities("u1")
+    assert before == [StoredEntity("ana", "person", ("ana",), ("m1",)), StoredEntity("annie", "person", ("annie",), ("m1",))]
+    store.put_entities("u1", [StoredEntity("annie", "person", (), ()), StoredEntity("ana", "person", ("ana", "annie"), ("m1", "m2"))])
+    assert store.dump_entities("u1") == [StoredEntity("ana", "person", ("ana", "annie"), ("m1", "m2")),
+                                         StoredEntity("annie", "person", (), ())]
+    assert store.entity_names("u1") == {"ana": "ana", "annie": "ana"}
+    store.put_entities("u1", list(reversed(before)))
+    assert store.dump_entities("u1") == before  # the same rows, in the order first seen
+    assert store.dump_entities("u2") == [StoredEntity("ana", "person", ("ana",), ("x",))]
+
+
+def test_runs_and_suggestions_round_trip_per_user(store: Storage) -> None:
+    from cortadel_server.storage.base import ReconcileRun, Suggestion
+
+    run = ReconcileRun("r1", "u1", "queued", ["entities"], 50, T0)
+    store.save_reconcile_run(run)
+    store.save_reconcile_run(ReconcileRun("r2", "u2", "queued", ["facts"], 10, T0 + 1))
+    assert store.reconcile_runs("u1", active=True) == [run]
+    run.status, run.finished_at, run.suggested = "completed", T0 + 5, 2
+    store.save_reconcile_run(run)
+    assert store.reconcile_runs("u1", active=True) == []
+    assert store.reconcile_runs("u1", run_id="r1") == [run]
+    assert store.reconcile_runs("u1", run_id="r2") == []  # another user's run
+    first = Suggestion("s1", "u1", "merge_entities", "k1", 0.85, {"source": "a", "target": "b"}, [{"rule": "r"}], T0)
+    second = Suggestion("s2", "u1", "supersede", "k2", 0.93, {"stale": "m1", "by": "m2"}, [], T0 + 1, status="approved",
+                        undo={"memory_id": "m1", "before": {"state": "active", "expired_at": None}})
+    for s in (first, second, Suggestion("s3", "u2", "alias", "k1", 0.9, {}, [], T0)):
+        store.save_suggestion(s)
+    assert store.suggestions("u1") == ([second, first], 2)
+    assert store.suggestions("u1", status="pending") == ([first], 1)
+    assert store.suggestions("u1", keys=["k1"]) == ([first], 1)
+    assert store.suggestions("u1", ids=["s3"]) == ([], 0)
+    first.status, first.decided_by = "rejected", "hand"
+    store.save_suggestion(first)
+    assert store.suggestions("u1", ids=["s1"], limit=1) == ([first], 1)
+    assert store.suggestions("u1", offset=1, limit=1) == ([first], 2)
+
+
+def test_curation_rows_dump_and_load_per_user(opener: Callable[[], Storage]) -> None:
+    from cortadel_server.storage.base import ReconcileRun, Suggestion
+
+    source, target = opener(), opener()  # two handles on one database: load as another user, then compare
+    source.insert_memory(mem("m1", "Ana is my sister."), vec(1, 0, 0))
+    source.insert_memory(mem("m2", "Ana lives in Porto.", at=1), vec(0, 1, 0))
+    source.insert_memory(mem("x", "Bob's memory.", user="u2"), vec(0, 0, 1))
+    runs = [ReconcileRun("r2", "u1", "completed", ["facts"], 10, T0, T0 + 1, T0 + 2, None, 1, 1),
+            ReconcileRun("r1", "u1", "failed", ["entities"], 50, T0, T0 + 1, T0 + 3, "boom", 0, 0)]
+    applied = Suggestion("s1", "u1", "merge_entities", "k1", 0.85, {"source": "a", "target": "b"}, [{"rule": "r", "score": 0.5}],
+                         T0 + 4, "approved", "r2", T0 + 5, "auto", {"target": "b", "added_aliases": ["a"], "added_links": []})
+    undone = Suggestion("s0", "u1", "alias", "k0", 0.9, {}, [], T0 + 4, "rejected", None, T0 + 5, "hand", {"x": 1}, T0 + 6)
+    for run in (*runs, ReconcileRun("r3", "u2", "queued", ["facts"], 10, T0)):
+        source.save_reconcile_run(run)
+    for suggestion in (applied, undone, Suggestion("s9", "u2", "alias", "k0", 0.9, {}, [], T0)):
+        source.save_suggestion(suggestion)
+    source.record_recalls("u1", ["m2", "m1"], T0 + 7)
+    source.record_recalls("u2", ["x"], T0 + 8)
+
+    assert source.dump_reconcile_runs("u1") == [runs[1], runs[0]]  # oldest first, ties by id
+    assert source.dump_suggestions("u1") == [undone, applied]
+    assert source.dump_recalls("u1") == [("m1", T0 + 7), ("m2", T0 + 7)]
+    counts = source.user_row_counts("u1")
+    assert (counts["reconcile_runs"], counts["suggestions"], counts["recalls"]) == (2, 2, 2)
+
+    # Loaded for another user id (ids are unique per database on SQLite): u3 gets exactly u1's rows.
+    moved_runs = [ReconcileRun(**{**vars(r), "id": "c" + r.id, "user_id": "u3"}) for r in runs]
+    moved = [Suggestion(**{**vars(s), "id": "c" + s.id, "user_id": "u3"}) for s in (undone, applied)]
+    with target.write("u3"):
+        target.load_reconcile_runs("u3", moved_runs)
+        target.load_suggestions("u3", moved)
+        target.load_recalls("u3", source.dump_recalls("u1"))
+    assert target.dump_reconcile_runs("u3") == [moved_runs[1], moved_runs[0]]
+    assert target.dump_suggestions("u3") == moved
+    assert target.dump_recalls("u3") == [("m1", T0 + 7), ("m2", T0 + 7)]
+    assert target.suggestions("u3", status="approved") == ([moved[1]], 1)
+    assert target.transfer_users() == ["u1", "u2", "u3"]
+    assert source.dump_recalls("u2") == [("x", T0 + 8)]  # untouched
+    with pytest.raises(ValueError, match="Suggestion s1 belongs to 'u1', not 'u4'"), target.write("u4"):
+        target.load_suggestions("u4", [applied])
+    assert target.dump_suggestions("u4") == []

@@ -1,4 +1,15 @@
+import * as curation from "./curation.js";
+import type { AddMediaOptions, Community, MediaResult } from "./curation.js";
 import { exchange, type Connection, type Exchange } from "./http.js";
+import * as reconcile from "./reconcile.js";
+import type {
+  MergeSuggestion,
+  MergeSuggestionPage,
+  MergeSuggestionQuery,
+  ReconcileOptions,
+  ReconcileRun,
+  ReconcileStatus,
+} from "./reconcile.js";
 import type {
   AddBatchInput,
   AddBatchResult,
@@ -167,6 +178,123 @@ export class CortadelClient {
       body: wire.deleteBody(this.userId, typeof ids === "string" ? [ids] : ids),
       signal,
       decode: (body) => ({ message: wire.deleteMessage(body) }),
+    });
+  }
+
+  /**
+   * Remember a document (`text`: plain, Markdown or HTML; `data`: the file's bytes, e.g. a PDF) as
+   * facts that keep their page and offset, or an image (`data`) by its `caption` (or one the
+   * server's vision model writes). The type comes from `mediaType`, else from `name` (Cortadel
+   * server extension).
+   */
+  addMedia(name: string, options: AddMediaOptions, signal?: AbortSignal): Promise<MediaResult> {
+    return this.#send({
+      method: "POST",
+      path: "/api/v1/media",
+      body: curation.addMediaBody(this.userId, name, options),
+      signal,
+      decode: curation.mediaResult,
+    });
+  }
+
+  /** This user's communities of entities and facts, level 0 then 1, largest first (Cortadel server extension). */
+  communities(level?: number, signal?: AbortSignal): Promise<Community[]> {
+    return this.#send({
+      method: "GET",
+      path: "/api/v1/communities",
+      query: curation.communitiesQuery(this.userId, level),
+      signal,
+      decode: curation.communities,
+    });
+  }
+
+  /**
+   * Start a reconciliation run in the background (or get the one already queued or running): it
+   * finds duplicate entities and stale facts, applies what it is sure of (reversibly) and leaves the
+   * rest as suggestions (Cortadel server extension).
+   */
+  reconcile(options: ReconcileOptions = {}, signal?: AbortSignal): Promise<ReconcileRun> {
+    return this.#send({
+      method: "POST",
+      path: `${reconcile.RECONCILE}/runs`,
+      body: reconcile.startBody(this.userId, options),
+      signal,
+      decode: reconcile.reconcileRun,
+    });
+  }
+
+  /** The latest reconciliation run, or the one named; `idle` when there is none (Cortadel server extension). */
+  reconcileStatus(runId?: string, signal?: AbortSignal): Promise<ReconcileStatus> {
+    return this.#send({
+      method: "GET",
+      path: `${reconcile.RECONCILE}/status`,
+      query: reconcile.statusQuery(this.userId, runId),
+      signal,
+      decode: reconcile.reconcileStatus,
+    });
+  }
+
+  /**
+   * Cancel a queued or running reconciliation run; what it already applied stays (undo it suggestion
+   * by suggestion). A finished run answers 409 (Cortadel server extension).
+   */
+  cancelReconcileRun(runId: string, signal?: AbortSignal): Promise<ReconcileRun> {
+    return this.#send({
+      method: "POST",
+      path: `${reconcile.RECONCILE}/runs/${encodeURIComponent(runId)}/cancel`,
+      body: { user_id: this.userId },
+      signal,
+      decode: reconcile.reconcileRun,
+    });
+  }
+
+  /** Reconciliation suggestions, newest first (Cortadel server extension). */
+  listMergeSuggestions(options: MergeSuggestionQuery = {}, signal?: AbortSignal): Promise<MergeSuggestionPage> {
+    return this.#send({
+      method: "GET",
+      path: `${reconcile.RECONCILE}/suggestions`,
+      query: reconcile.suggestionsQuery(this.userId, options),
+      signal,
+      decode: reconcile.mergeSuggestionPage,
+    });
+  }
+
+  /** Apply a pending suggestion, reversibly (Cortadel server extension). */
+  approveSuggestion(id: string, signal?: AbortSignal): Promise<MergeSuggestion> {
+    return this.#decide(id, "approve", signal);
+  }
+
+  /** Reject a pending suggestion; no later run suggests it again (Cortadel server extension). */
+  rejectSuggestion(id: string, signal?: AbortSignal): Promise<MergeSuggestion> {
+    return this.#decide(id, "reject", signal);
+  }
+
+  /** Undo an applied suggestion: memories and entities are as before it (Cortadel server extension). */
+  undoSuggestion(id: string, signal?: AbortSignal): Promise<MergeSuggestion> {
+    return this.#decide(id, "undo", signal);
+  }
+
+  /**
+   * Merge entity `source` into `target` (canonical names): recorded as a suggestion approved by
+   * hand, undone like any other (Cortadel server extension).
+   */
+  mergeEntities(source: string, target: string, signal?: AbortSignal): Promise<MergeSuggestion> {
+    return this.#send({
+      method: "POST",
+      path: `${reconcile.RECONCILE}/merges`,
+      body: { user_id: this.userId, source, target },
+      signal,
+      decode: reconcile.mergeSuggestion,
+    });
+  }
+
+  #decide(id: string, action: "approve" | "reject" | "undo", signal?: AbortSignal): Promise<MergeSuggestion> {
+    return this.#send({
+      method: "POST",
+      path: `${reconcile.RECONCILE}/suggestions/${encodeURIComponent(id)}/${action}`,
+      body: { user_id: this.userId },
+      signal,
+      decode: reconcile.mergeSuggestion,
     });
   }
 

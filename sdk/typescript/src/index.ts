@@ -1,4 +1,5 @@
 export { CortadelClient, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS } from "./client.js";
+export type { AddMediaOptions, Community, MediaFact, MediaResult } from "./curation.js";
 export {
   CortadelAbortError,
   CortadelConnectionError,
@@ -36,4 +37,12 @@ export type {
   SearchResult,
   TimePoint,
 } from "./types.js";
+export type {
+  MergeSuggestion,
+  MergeSuggestionPage,
+  MergeSuggestionQuery,
+  ReconcileOptions,
+  ReconcileRun,
+  ReconcileStatus,
+} from "./reconcile.js";
 export { DEFAULT_PAGE_SIZE } from "./wire.js";

@@ -27,7 +27,7 @@ import type {
   TimePoint,
 } from "./types.js";
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 /** A response body that does not have the shape the contract promises. */
 export class WireShapeError extends Error {
@@ -36,7 +36,7 @@ export class WireShapeError extends Error {
 
 // ---- requests --------------------------------------------------------------------------------
 
-function definedOnly(fields: Json): Json {
+export function definedOnly(fields: Json): Json {
   return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
@@ -136,22 +136,22 @@ export function deleteBody(userId: string, ids: readonly string[]): Json {
 
 // ---- responses -------------------------------------------------------------------------------
 
-function object(value: unknown, what: string): Json {
+export function object(value: unknown, what: string): Json {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new WireShapeError(`expected a JSON object for ${what}`);
   }
   return value as Json;
 }
 
-function text(value: unknown): string | null {
+export function text(value: unknown): string | null {
   return typeof value === "string" ? value : null;
 }
 
-function count(value: unknown): number | null {
+export function count(value: unknown): number | null {
   return typeof value === "number" ? value : null;
 }
 
-function strings(value: unknown): string[] {
+export function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
 }
 

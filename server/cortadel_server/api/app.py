@@ -17,7 +17,7 @@ from cortadel_server.api.middleware import (
     RequestIdMiddleware,
 )
 from cortadel_server.api.request_metrics import RequestMetricsMiddleware
-from cortadel_server.api.routes import debug, health, memories, operations, users
+from cortadel_server.api.routes import communities, debug, health, media, memories, operations, reconcile, users
 from cortadel_server.config import Settings
 
 KIB = 1024
@@ -42,6 +42,8 @@ def body_limits(settings: Settings) -> Callable[[str, str], int]:
             return ADD_LIMIT
         if method == "POST" and path.rstrip("/") == "/api/v1/memories/batch":
             return settings.max_batch_bytes
+        if method == "POST" and path.rstrip("/") == "/api/v1/media":  # base64 takes 4 bytes for 3, plus the other fields
+            return settings.max_media_bytes * 4 // 3 + MIB
         if method == "DELETE":
             return DELETE_LIMIT
         return DEFAULT_LIMIT
@@ -66,6 +68,9 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(debug.router)
     app.include_router(users.router)
     app.include_router(operations.router)
+    app.include_router(media.router)
+    app.include_router(communities.router)
+    app.include_router(reconcile.router)
     app.include_router(dashboard.router)  # the web pages, at / and /ui/ (dashboard/)
     # Added innermost first. A request meets: its request id, its timing into the metrics, the 500
     # catcher (so a failure in any later layer still answers the contract's body), the key check

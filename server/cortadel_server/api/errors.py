@@ -74,8 +74,8 @@ def field_errors(exc: RequestValidationError | ValidationError) -> tuple[dict[st
 
 #: How the spec names each error status (413 as the reference contract spells it).
 _ERROR_PHRASES = {
-    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    413: "Payload Too Large", 500: "Internal Server Error",
+    400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
+    413: "Payload Too Large", 415: "Unsupported Media Type", 500: "Internal Server Error",
 }
 
 

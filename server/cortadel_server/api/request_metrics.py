@@ -14,6 +14,8 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cortadel_server.metrics import current_request_id
+
 
 def endpoints(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
     """The routes that answer requests, those of included routers too (FastAPI wraps each
@@ -47,6 +49,8 @@ class RequestMetricsMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        # the request id for what runs inside (metrics' error ring names the request a provider failed)
+        id_token = current_request_id.set(scope.get("state", {}).get("request_id"))
         status = 500  # what the client gets if nothing was sent (the 500 catcher answers first)
 
         async def recording_send(message: Message) -> None:
@@ -64,3 +68,4 @@ class RequestMetricsMiddleware:
                 service.metrics.observe_request(
                     operation_of(application.router.routes, scope), status, time.perf_counter() - started
                 )
+            current_request_id.reset(id_token)

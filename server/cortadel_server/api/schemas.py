@@ -34,6 +34,17 @@ def _a_json_number(value: Any) -> Any:
 Count = Annotated[int | None, BeforeValidator(_a_json_number)]
 
 
+def _integer_text(value: Any) -> Any:
+    # Lax validation would read the query text "2.0" as page 2: a query count is written in digits.
+    if isinstance(value, str) and not value.strip().lstrip("+-").isdigit():
+        raise ValueError("Must be an integer")
+    return value
+
+
+#: an integer query parameter (page, size, limit, level …)
+QueryInt = Annotated[int, BeforeValidator(_integer_text)]
+
+
 def _not_a_bool(value: Any) -> Any:
     # JSON true/false would otherwise pass as the numbers 1 and 0.
     if isinstance(value, bool):
@@ -114,7 +125,7 @@ class SearchMemoriesRequest(Request):
     memory_type: str | None = None
     token_budget: Count = Field(None, ge=0, le=200000, description="Drop the lowest-ranked hits beyond this many tokens (0: no limit).")
     expand_query: StrictBool | None = None
-    include_faded: StrictBool | None = None
+    include_faded: StrictBool | None = Field(None, description="Also return memories that faded from recall (default false). Has no effect unless the server has fading enabled (CORTADEL_FADE_HALF_LIFE_DAYS).")
     include_session_arm: StrictBool | None = None
     as_of: Timestamp = Field(None, description="Valid time: facts true at this instant (extension).")
     known_at: Timestamp = Field(None, description="Record time: facts we held at this instant (extension).")

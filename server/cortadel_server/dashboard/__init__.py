@@ -6,6 +6,9 @@ CDN, no request that leaves the machine. Plain forms do all the work, so every p
 without script. Every read and every change goes through the ``MemoryService`` REST and MCP use.
 """
 
+from cortadel_server.dashboard import entity_merge
 from cortadel_server.dashboard.pages import router
+
+router.include_router(entity_merge.router)
 
 __all__ = ["router"]

@@ -23,17 +23,29 @@ from cortadel_server.dashboard.session import CSRF_FIELD, check_csrf, forget_key
 from cortadel_server.dashboard.views import HERE, DashboardRoute, page
 from cortadel_server.errors import NotFound, ValidationFailed
 from cortadel_server.inputs import parse_instant, parse_memory_id
+from cortadel_server.metrics import RECENT_ERRORS
 from cortadel_server.retrieval.search import RECIPES, SearchRequest
-from cortadel_server.storage.base import MEMORY_TYPES, MemoryFilters, MemoryRecord
+from cortadel_server.service import RANKED_LISTING_DEPTH
+from cortadel_server.storage.base import (
+    ACTIVE,
+    INVALIDATED,
+    MEMORY_TYPES,
+    RESOLVED,
+    SUPERSEDED,
+    MemoryFilters,
+    MemoryRecord,
+)
 
 router = APIRouter(route_class=DashboardRoute, include_in_schema=False)
 
 #: page sizes the memories page offers
 PAGE_SIZES = (25, 50, 100)
+#: the memories page's state filter and how it reads: the current facts (the default, as the API lists), one
+#: stored state (at a point in time too: "only superseded" then means true then and superseded since), or all
+STATE_CHOICES = {"current": "current facts", **{s: f"only {s}" for s in (ACTIVE, SUPERSEDED, INVALIDATED, RESOLVED)},
+                 "all": "all, with history"}
 #: the deepest page: offset paging stays fast to here (docs/dashboard.md has the measurement)
 MAX_PAGE = 4_000
-#: how many of the best matches the text filter ranks and pages through
-TEXT_MATCHES = 200
 #: how many facts of one entity its page lists
 ENTITY_FACTS = 50
 #: what a finished curating form reports on the page it lands on
@@ -129,7 +141,7 @@ async def users(request: Request, service: Service) -> Response:
 async def system(request: Request, service: Service) -> Response:
     require_admin(request)
     status = await service.workers.health(service.system_status)
-    return page(request, "system.html", system=status, model=service.model_label, user_id=None)
+    return page(request, "system.html", system=status, model=service.model_label, recent_limit=RECENT_ERRORS, user_id=None)
 
 
 # -- one user's memories --------------------------------------------------------------------------
@@ -153,6 +165,7 @@ class ListingForm:
         return MemoryFilters(
             session_id=self.session_id, memory_type=self.memory_type, app_name=self.app, project=self.project,
             tag=self.tag, include_superseded=self.state == "all",
+            state=None if self.state in ("current", "all") else self.state,
             as_of=parse_instant(self.as_of, "as_of"), known_at=parse_instant(self.known_at, "known_at"),
         )
 
@@ -173,7 +186,7 @@ async def memories(
 ) -> Response:
     user = _viewed_user(request, user_id)
     form = ListingForm(
-        state=forms.choice(state, "state", ("current", "all"), default="current") or "current",
+        state=forms.choice(state, "state", tuple(STATE_CHOICES), default="current") or "current",
         memory_type=forms.choice(memory_type, "memory_type", MEMORY_TYPES),
         app=forms.text(app, "app"), project=forms.text(project, "project"), tag=forms.text(tag, "tag"),
         session_id=forms.text(session_id, "session_id"), query=forms.text(q, "q", max_length=forms.MAX_QUERY),
@@ -181,17 +194,14 @@ async def memories(
         page=forms.whole_number(page_number, "page", low=1, high=MAX_PAGE, default=1),
         size=forms.whole_number(size, "size", low=1, high=PAGE_SIZES[-1], default=PAGE_SIZES[0]),
     )
-    offset = (form.page - 1) * form.size
-    if form.query:
-        # Only the best matches are ranked: ranking every one of 100,000 memories takes seconds.
-        hits = await service.workers.read(service.search, SearchRequest(user, form.query, top_k=TEXT_MATCHES, filters=form.filters()))
-        records, total = [h.memory for h in hits[offset:offset + form.size]], len(hits)
-    else:
-        records, total = await service.workers.read(partial(
-            service.list_memories, user, form.filters(), offset=offset, limit=form.size))
+    # The API's listing (GET /api/v1/memories?search_query=): with text, the most relevant first, then the rest.
+    records, total = await service.workers.read(partial(
+        service.list_memories, user, form.filters(), offset=(form.page - 1) * form.size, limit=form.size,
+        search_query=form.query))
     pages = min(math.ceil(total / form.size), MAX_PAGE)
     return page(request, "memories.html", user_id=user, form=form, records=records, total=total, pages=pages,
-                page_sizes=PAGE_SIZES, memory_types=MEMORY_TYPES, text_matches=TEXT_MATCHES, notice=NOTICES.get(request.query_params.get("done", "")))
+                page_sizes=PAGE_SIZES, memory_types=MEMORY_TYPES, states=STATE_CHOICES, ranked_depth=RANKED_LISTING_DEPTH,
+                notice=NOTICES.get(request.query_params.get("done", "")))
 
 
 @router.get("/ui/memory")

@@ -7,6 +7,7 @@ and script, which also keeps any page from loading anything from elsewhere.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +51,15 @@ def when(seconds: float | None) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def age(seconds: float) -> str:
+    """How long ago a Unix time was, in its largest whole unit ("4 min")."""
+    elapsed = max(0.0, time.time() - seconds)
+    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
+        if elapsed >= length:
+            return f"{int(elapsed // length)} {unit}"
+    return f"{int(elapsed)} s"
+
+
 def size(count: int | None) -> str:
     if count is None:
         return "—"
@@ -63,6 +73,7 @@ def size(count: int | None) -> str:
 ENV.filters["when"] = when
 ENV.filters["iso"] = iso
 ENV.filters["size"] = size
+ENV.filters["age"] = age
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,8 @@ class SearchMemoryArgs(Arguments):
     )
     include_faded: bool | None = Field(
         None, alias="includeFaded",
-        description="Accepted for compatibility; Cortadel does not fade memories, so this changes nothing.",
+        description="Also return memories that faded because nothing recalled or touched them for long "
+        "(only when the server fades memories; default false).",
     )
     as_of: Instant | None = Field(
         None, description="Valid time: only facts that were true at this instant (ISO 8601 or Unix seconds)."

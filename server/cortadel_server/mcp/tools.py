@@ -1,4 +1,4 @@
-"""The four tools: their descriptions (written for the model that calls them) and what they do.
+"""The tools: their descriptions (written for the model that calls them) and what they do.
 
 Each handler is a plain synchronous function of the service, the caller and the validated
 arguments; ``cortadel_server.mcp.server`` runs it off the event loop and turns failures into tool
@@ -15,7 +15,7 @@ from mcp_types import Tool, ToolAnnotations
 
 from cortadel_server.errors import NotFound
 from cortadel_server.inputs import parse_instant, search_filters
-from cortadel_server.mcp import views
+from cortadel_server.mcp import media_tools, reconcile_tools, views
 from cortadel_server.mcp.arguments import (
     AddConversationArgs,
     AddMemoriesArgs,
@@ -143,6 +143,7 @@ def search_memory(service: MemoryService, caller: Caller, args: SearchMemoryArgs
             top_k=args.top_k,
             filters=filters,
             token_budget=args.token_budget or None,
+            include_faded=bool(args.include_faded),
         )
     )
     return views.search_results(args.query, hits, args.detail)
@@ -209,5 +210,13 @@ TOOLS: dict[str, ToolSpec] = {
                  add_conversation, read_only=False),
         ToolSpec("search_memory", "Recall", SEARCH_MEMORY, SearchMemoryArgs, search_memory, read_only=True),
         ToolSpec("get_skill", "Recall a procedure", GET_SKILL, GetSkillArgs, get_skill, read_only=True),
+        ToolSpec("add_media", "Remember a document or image", media_tools.ADD_MEDIA, media_tools.AddMediaArgs,
+                 media_tools.add_media, read_only=False),
+        ToolSpec("reconcile_memories", "Clean up memory", reconcile_tools.RECONCILE_MEMORIES,
+                 reconcile_tools.ReconcileMemoriesArgs, reconcile_tools.reconcile_memories, read_only=False),
+        ToolSpec("reconcile_status", "Memory clean-up status", reconcile_tools.RECONCILE_STATUS,
+                 reconcile_tools.ReconcileStatusArgs, reconcile_tools.reconcile_status, read_only=True),
+        ToolSpec("list_merge_suggestions", "Memory clean-up suggestions", reconcile_tools.LIST_MERGE_SUGGESTIONS,
+                 reconcile_tools.ListMergeSuggestionsArgs, reconcile_tools.list_merge_suggestions, read_only=True),
     )
 }

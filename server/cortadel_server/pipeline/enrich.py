@@ -44,6 +44,8 @@ class Enricher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: what runs each kind of job; other kinds of background work add theirs (curation/reconcile.py)
+        self.handlers: dict[str, Callable[[Job], None]] = {ENRICH: self._enrich}
 
     def start(self) -> None:
         """Requeue jobs a previous process left claimed, then work in a daemon thread."""
@@ -81,9 +83,10 @@ class Enricher:
         if job is None:
             return False
         try:
-            if job.kind != ENRICH:
+            handler = self.handlers.get(job.kind)
+            if handler is None:
                 raise ValueError(f"unknown job kind {job.kind!r}")
-            self._enrich(job)
+            handler(job)
         except Exception as exc:  # noqa: BLE001 - any failure is recorded on the job and retried, never lost
             self._failed(job, exc)
         else:

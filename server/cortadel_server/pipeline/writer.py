@@ -68,12 +68,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cortadel_server.config import Settings
-from cortadel_server.errors import BudgetExceeded, CortadelError, ExtractionFailed, RequestCancelled
+from cortadel_server.errors import BudgetExceeded, CortadelError, ExtractionFailed, RequestCancelled, StorageError
 from cortadel_server.language.entities import canonical_entity
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.pipeline.decide import decide, slot_query
 from cortadel_server.pipeline.enrich import ENRICH, Enricher
+from cortadel_server.pipeline.episodes import Written, episode_of
 from cortadel_server.pipeline.extract import Extractor
 from cortadel_server.pipeline.extractors import build_extractor
 from cortadel_server.pipeline.llm import LlmJudge
@@ -221,6 +222,7 @@ class Writer:
         clock: Callable[[], float] = time.time,
         budget_seconds: float = math.inf,
         llm_seconds: float = math.inf,
+        episode_gap: float = Settings.episode_gap,
     ) -> None:
         self.storage = storage
         self.embedder = embedder
@@ -231,6 +233,7 @@ class Writer:
         self.clock = clock
         self.budget_seconds = budget_seconds
         self.llm_seconds = llm_seconds  # for all the LLM calls of one request together
+        self.episode_gap = episode_gap  # seconds of statement time that end an inferred episode
         self.enricher = Enricher(storage, self.taxonomy)  # job times are wall-clock times
 
     @classmethod
@@ -252,7 +255,8 @@ class Writer:
         extractor = build_extractor(settings, chat)
         return cls(
             storage, embedder, extractor, taxonomy=taxonomy, judge=LlmJudge(chat) if chat else None,
-            budget_seconds=settings.write_budget, llm_seconds=settings.llm_timeout,
+            clock=settings.now, budget_seconds=settings.write_budget, llm_seconds=settings.llm_timeout,
+            episode_gap=settings.episode_gap,
         )
 
     def start_background(self) -> None:
@@ -284,9 +288,13 @@ class Writer:
         stored verbatim, but retractions/resolutions in it are still recognised and it is still
         deduplicated. All results are in `extra["results"]`; the first one is returned. Text that
         only gives the assistant orders is not stored when inferring (an `ERROR` outcome says so).
-        Raises BudgetExceeded when extraction outruns the budget."""
+        Raises BudgetExceeded when extraction outruns the budget, StorageError when the database
+        failed for every fact of it."""
         item = TextInput(text, infer, app_name, memory_type, dict(metadata), project, tuple(tags), source, session_id, at)
         outcomes = self.add_batch(user_id, [item], budget)[0]
+        failed = [cause for o in outcomes if isinstance(cause := o.extra.get("cause"), StorageError)]
+        if len(failed) == len(outcomes):
+            raise failed[0]  # nothing stored because the database failed: the request fails (503), not its item
         first = outcomes[0]
         first.extra["results"] = outcomes
         return first
@@ -426,7 +434,7 @@ class Writer:
                 if not alone:
                     raise
                 log.error("write failed for a %d-character fact: %s", len(candidate.text), exc)  # never the text
-                unit.outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc)))
+                unit.outcomes.append(WriteOutcome(Event.ERROR.value, memory=candidate.text, error=str(exc), extra={"cause": exc}))
 
     def _judge(
         self, user_id: str, candidate: Candidate, query_vector: np.ndarray, budget: WriteBudget
@@ -443,7 +451,8 @@ class Writer:
         self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray,
         judged: tuple[Decision, Decision] | None,
     ) -> list[WriteOutcome]:
-        with self.storage.write():
+        # The user's writer turn first, then the clock: serial order and valid-time order must agree.
+        with self.storage.write(scope.user_id):
             now = self.clock()
             if candidate.at_now:
                 moved = timedelta(seconds=now - _ts(candidate.said_at))
@@ -602,7 +611,10 @@ class Writer:
             tags=list(scope.tags),
             project=scope.project,
             app_name=scope.app_name,
-            session_id=scope.session_id,
+            session_id=episode_of(
+                scope.session_id, scope.metadata, candidate.text, _ts(candidate.said_at),
+                Written(self.storage, scope.user_id, scope.app_name), gap=self.episode_gap,
+            ),
             metadata=dict(scope.metadata),
             source_turn_uuids=list(candidate.source_turn_uuids),
             transcript_path=scope.transcript_path,

@@ -87,6 +87,22 @@ def score_fusion(
     return sorted(scores.items(), key=lambda item: -item[1])
 
 
+def reference_scores(ranks: Sequence[Mapping[str, int]], k: int = RRF_K) -> list[float]:
+    """The ``rrf_score`` of each hit of a returned list (best first), on the scale of the reference
+    server's plain reciprocal rank fusion: sum(1 / (k + rank)) over the arms that found the hit,
+    never more than the score of the hit above it, so a ``minScore`` threshold set for the
+    reference keeps a prefix of our order. A hit no arm ranked (a neighbour lent context) scores
+    as if one arm had ranked it at its position.
+
+        reference_scores([{"text": 1, "vector": 1}, {"text": 2}])  # [2/61, 1/62]
+    """
+    scores: list[float] = []
+    for position, arm_ranks in enumerate(ranks, start=1):
+        own = sum(1.0 / (k + rank) for rank in arm_ranks.values()) if arm_ranks else 1.0 / (k + position)
+        scores.append(min(own, scores[-1]) if scores else own)
+    return scores
+
+
 def trim_to_token_budget(texts: Sequence[str], budget: int) -> int:
     """How many of the leading texts fit in ``budget`` tokens (about four characters a token).
 

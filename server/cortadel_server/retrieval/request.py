@@ -18,3 +18,5 @@ class SearchRequest:
     token_budget: int | None = None
     #: True adds the session arm to the recipe, False takes it out, None keeps the recipe's choice
     include_session_arm: bool | None = None
+    #: with fading on (curation/fading.py), also return the memories it hides
+    include_faded: bool = False

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from cortadel_server.curation.fading import Fading
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmConfig, ArmContext
@@ -23,6 +24,7 @@ from cortadel_server.retrieval.fusion import (
     RRF_K,
     dense_ranks,
     fuse_ranks,
+    reference_scores,
     score_fusion,
     trim_to_token_budget,
 )
@@ -126,12 +128,15 @@ class Retriever:
         reranker: Reranker | None = None,
         *,
         observe_timings: Callable[[Mapping[str, float]], None] | None = None,
+        fading: Fading | None = None,
     ) -> None:
         self.storage = storage
         self.embedder = embedder
         self.reranker = reranker
         #: told every search's phase timings (the server's metrics), whether or not it found anything
         self.observe_timings = observe_timings
+        #: weighs candidates by how long they went unseen, hides the faded (None: fading is off)
+        self.fading = fading
 
     def search(self, request: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
         config = (config or RECIPES[request.mode]).for_request(request)
@@ -159,6 +164,9 @@ class Retriever:
             fused = score_fusion(found, weights)
         else:
             fused = fuse_ranks(ranks, weights, k=config.rrf_k)
+        fade_weights: dict[str, float] = {}
+        if self.fading is not None:
+            fused, fade_weights = self.fading.weigh(self.storage, request.user_id, fused, include_faded=request.include_faded)
         depth = max(request.top_k, config.rerank_depth if request.rerank else 0)
         # Re-ranking stages look at a wider head than they return, so what they lift has been seen.
         reranking = config.question_weight != 1.0 or config.session_decay is not None
@@ -192,9 +200,13 @@ class Retriever:
             hits = hits[: trim_to_token_budget([h.memory.text for h in hits], request.token_budget)]
         if self.observe_timings is not None:
             self.observe_timings(timings)
-        for hit in hits:
+        for hit, reference in zip(hits, reference_scores([h.ranks for h in hits], config.rrf_k), strict=True):
+            # Our own fusion score orders the list; what goes out as rrf_score is on the reference's scale.
+            fusion_score, hit.score = hit.score, reference
             hit.attributes = {
                 "arms": {arm: {"rank": rank} for arm, rank in hit.ranks.items()},
+                "fusion_score": fusion_score,
+                **({"fade_weight": round(fade_weights[hit.memory.id], 6)} if hit.memory.id in fade_weights else {}),
                 **({"context_of": lent[hit.memory.id]} if hit.memory.id in lent else {}),
                 **rerank_attrs,
                 **({"rerank_score": hit.attributes["rerank_score"]} if "rerank_score" in hit.attributes else {}),

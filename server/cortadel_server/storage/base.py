@@ -91,17 +91,21 @@ class MemoryFilters:
     known_at: float | None = None
     ids: tuple[str, ...] = ()
     valid_between: tuple[float, float] | None = None
+    #: one memory state (``active``, ``superseded`` …); it takes the place of the current-only rule
+    state: str | None = None
+    #: memories left out (a ranked listing's head, when it lists the rest)
+    exclude_ids: tuple[str, ...] = ()
 
     @property
     def current_only(self) -> bool:
-        return not (self.include_superseded or self.as_of is not None or self.known_at is not None)
+        return not (self.include_superseded or self.state or self.as_of is not None or self.known_at is not None)
 
     @property
     def narrows(self) -> bool:
         """True when anything beyond the current-facts rule restricts the rows."""
         return bool(
             self.session_id or self.memory_type or self.app_name or self.project or self.tag
-            or self.categories or self.ids or self.valid_between or not self.current_only
+            or self.categories or self.ids or self.exclude_ids or self.valid_between or not self.current_only
         )
 
 
@@ -129,6 +133,49 @@ class Job:
     attempts: int
 
 
+@dataclass
+class ReconcileRun:
+    """One reconciliation run of a user (curation/reconcile.py): queued, running, then finished."""
+
+    id: str
+    user_id: str
+    status: str
+    types: list[str]
+    limit: int
+    created_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    #: findings made into suggestions, and how many of them were applied at once
+    suggested: int = 0
+    auto_approved: int = 0
+
+
+@dataclass
+class Suggestion:
+    """A finding of reconciliation (curation/suggestions.py): what to change, why, how sure.
+
+    ``subject`` names what it acts on (entity names, memory ids); ``evidence`` says why, quoting
+    memory ids rather than their text, so deleting a memory leaves no copy of it here; ``undo``
+    is what applying it changed, recorded so it can be reversed exactly.
+    """
+
+    id: str
+    user_id: str
+    kind: str
+    key: str
+    confidence: float
+    subject: dict[str, Any]
+    evidence: list[dict[str, Any]]
+    created_at: float
+    status: str = "pending"
+    run_id: str | None = None
+    decided_at: float | None = None
+    decided_by: str | None = None
+    undo: dict[str, Any] | None = None
+    undone_at: float | None = None
+
+
 @dataclass(frozen=True)
 class UserSummary:
     """One user at a glance: memories per state and the last time any of them was written."""
@@ -136,6 +183,16 @@ class UserSummary:
     user_id: str
     states: dict[str, int]
     last_activity: float
+
+
+@dataclass(frozen=True)
+class JobGroup:
+    """The background jobs of one kind in one status (queued, running, failed) and the oldest one's age."""
+
+    kind: str
+    status: str
+    count: int
+    oldest_created_at: float
 
 
 @dataclass(frozen=True)
@@ -150,6 +207,48 @@ class IndexInfo:
     #: the model label an unfinished reindex is moving to, and the memories it has still to re-embed
     reindex_target: str | None = None
     reindex_remaining: int = 0
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    """A memory as stored, for export and import: its record, the derived context the backend keeps
+    for it, and its embedding (float32 bytes; None when missing). ``row_key`` is its place in write
+    order (a cursor for ``dump_memories``; a load assigns new ones in the same order)."""
+
+    record: MemoryRecord
+    context: str
+    embedding: bytes | None
+    row_key: int = 0
+
+
+@dataclass(frozen=True)
+class StoredEntity:
+    """An entity of one user with its aliases and the memories that mention it (both sorted)."""
+
+    canonical: str
+    kind: str
+    aliases: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """A queued or failed job of one user (a running job is dumped as queued: its claimer stays behind)."""
+
+    kind: str
+    memory_id: str | None
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    run_after: float
+    last_error: str | None
+    created_at: float
+
+
+#: the rows of one user per kind, as ``user_row_counts`` reports them
+TRANSFER_KINDS = (
+    "memories", "events", "entities", "aliases", "mentions", "sessions", "jobs", "reconcile_runs", "suggestions", "recalls",
+)
 
 
 class Storage(abc.ABC):
@@ -232,6 +331,11 @@ class Storage(abc.ABC):
         """The current memory whose normalised text has this fingerprint, if any."""
 
     @abc.abstractmethod
+    def last_written(self, user_id: str, app_name: str | None) -> MemoryRecord | None:
+        """The memory the user wrote last with this app (None: with no app), in any state; the
+        episode a memory without a session continues (pipeline/episodes.py)."""
+
+    @abc.abstractmethod
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
         """Hard delete: rows, full-text entries, vectors, history, entity links, and their text
         quoted in other memories' history. Once it returns, no copy of the text is left in the
@@ -307,6 +411,48 @@ class Storage(abc.ABC):
     def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
         """Record a failure: retried at ``retry_at``, or given up when it is None."""
 
+    # -- curation: entities as records, reconciliation runs and suggestions -----------------------
+    @abc.abstractmethod
+    def put_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None:
+        """Make each entity exactly so, by canonical name: its row (created when missing, keeping
+        its id when not), its aliases and its memory links. An entity put with neither keeps its
+        row: a merge leaves its source so, and its undo finds it where it was."""
+
+    @abc.abstractmethod
+    def save_reconcile_run(self, run: ReconcileRun) -> None:
+        """Insert or replace the run (by id)."""
+
+    @abc.abstractmethod
+    def reconcile_runs(self, user_id: str, *, run_id: str | None = None, active: bool = False, limit: int = 1) -> list[ReconcileRun]:
+        """The user's runs, newest first: the one with ``run_id``, or only queued and running ones."""
+
+    @abc.abstractmethod
+    def save_suggestion(self, suggestion: Suggestion) -> None:
+        """Insert or replace the suggestion (by id); ``key`` is unique per user."""
+
+    @abc.abstractmethod
+    def suggestions(
+        self, user_id: str, *, status: str | None = None, ids: Sequence[str] = (), keys: Sequence[str] = (),
+        offset: int = 0, limit: int = 100,
+    ) -> tuple[list[Suggestion], int]:
+        """The user's suggestions (of that status, ids or keys), newest first, with the total count."""
+
+    # -- fading and communities (curation/fading.py, curation/communities.py) ----------------------
+    @abc.abstractmethod
+    def record_recalls(self, user_id: str, memory_ids: Sequence[str], at: float) -> None:
+        """Note that these memories were recalled at ``at`` (a later time never moves back). Not a
+        change to the memories: the user's version stays, no cache derives from recall times."""
+
+    @abc.abstractmethod
+    def last_seen(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """For each existing memory of the ids: the latest of its write, its last touch
+        (``updated_at``) and its last recall."""
+
+    @abc.abstractmethod
+    def entity_links(self, user_id: str) -> list[tuple[str, str]]:
+        """(memory id, entity canonical name) for every current memory of the user and each entity
+        it mentions, in memory write order."""
+
     # -- vectors ---------------------------------------------------------------------------------
     @abc.abstractmethod
     def index_info(self) -> IndexInfo: ...
@@ -342,3 +488,84 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def user_summaries(self, limit: int) -> list[UserSummary]:
         """Every user with memories, most recently active first (at most ``limit``)."""
+
+    # -- transfer (export, import, migrate: cortadel_server/transfer) ----------------------------
+    # Rows as stored, so a store copied through them is the same store. Loads run inside the
+    # caller's ``write(user_id)`` and move the user's version on, as any write does.
+    @abc.abstractmethod
+    def transfer_users(self) -> list[str]:
+        """Every user with any stored row (memories, history, entities, sessions, jobs, reconcile runs,
+        suggestions or recalls), sorted.
+        Cross-user, like ``user_summaries``."""
+
+    @abc.abstractmethod
+    def user_row_counts(self, user_id: str) -> dict[str, int]:
+        """The user's rows per kind of ``TRANSFER_KINDS``."""
+
+    @abc.abstractmethod
+    def dump_memories(self, user_id: str, after: int, limit: int) -> list[StoredMemory]:
+        """The user's memories with a row key above ``after``, in write order, at most ``limit``."""
+
+    @abc.abstractmethod
+    def dump_history(self, user_id: str, after: int, limit: int) -> list[tuple[int, HistoryEntry]]:
+        """The user's history events with a row key above ``after``, in order: (row key, event)."""
+
+    @abc.abstractmethod
+    def dump_entities(self, user_id: str) -> list[StoredEntity]:
+        """The user's entities in the order they were first seen."""
+
+    @abc.abstractmethod
+    def dump_sessions(self, user_id: str) -> list[tuple[str, str]]:
+        """The user's session documents as (session id, text), by session id."""
+
+    @abc.abstractmethod
+    def dump_jobs(self, user_id: str) -> list[StoredJob]:
+        """The user's queued and failed jobs, oldest first."""
+
+    @abc.abstractmethod
+    def dump_reconcile_runs(self, user_id: str) -> list[ReconcileRun]:
+        """The user's reconcile runs, oldest first (ties by id)."""
+
+    @abc.abstractmethod
+    def dump_suggestions(self, user_id: str) -> list[Suggestion]:
+        """The user's suggestions of every status, undo state included, oldest first (ties by id)."""
+
+    @abc.abstractmethod
+    def dump_recalls(self, user_id: str) -> list[tuple[str, float]]:
+        """The user's recalls as (memory id, last recalled at), by memory id."""
+
+    @abc.abstractmethod
+    def load_memories(self, user_id: str, memories: Sequence[StoredMemory]) -> None:
+        """Insert the memories as they are (context and embedding included, nothing derived), in order."""
+
+    @abc.abstractmethod
+    def load_history(self, user_id: str, events: Sequence[HistoryEntry]) -> None: ...
+
+    @abc.abstractmethod
+    def load_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None: ...
+
+    @abc.abstractmethod
+    def load_sessions(self, user_id: str, documents: Sequence[tuple[str, str]]) -> None: ...
+
+    @abc.abstractmethod
+    def load_jobs(self, user_id: str, jobs: Sequence[StoredJob]) -> None: ...
+
+    @abc.abstractmethod
+    def load_reconcile_runs(self, user_id: str, runs: Sequence[ReconcileRun]) -> None:
+        """Insert the runs as they are; a run of another user is refused (ValueError)."""
+
+    @abc.abstractmethod
+    def load_suggestions(self, user_id: str, suggestions: Sequence[Suggestion]) -> None:
+        """Insert the suggestions as they are; a suggestion of another user is refused (ValueError)."""
+
+    @abc.abstractmethod
+    def load_recalls(self, user_id: str, recalls: Sequence[tuple[str, float]]) -> None: ...
+
+    @abc.abstractmethod
+    def transfer_checkpoints(self, source: str) -> set[str]:
+        """The users an unfinished import from ``source`` (an opaque label) has already loaded."""
+
+    @abc.abstractmethod
+    def set_transfer_checkpoint(self, source: str, user_id: str | None) -> None:
+        """Record that the import from ``source`` loaded ``user_id`` (inside that user's write, so the
+        mark commits with the rows); None forgets every mark of ``source`` (the import finished)."""

@@ -3,6 +3,8 @@ four list and dict fields as JSON), plus the backend's own (row key, context, em
 
 from __future__ import annotations
 
+import hashlib
+
 JSON_COLUMNS = ("categories", "tags", "metadata", "source_turn_uuids")
 MEMORY_COLUMNS = (
     "id", "user_id", "text", "fingerprint", "gist", "memory_type", "categories", "tags", "project",
@@ -22,3 +24,8 @@ VERSION_FLOOR = "user_version_floor"  # the highest version a since erased user 
 REINDEX_MODEL = "reindex_model"  # an unfinished reindex: the model label it embeds with,
 REINDEX_DIM = "reindex_dim"  # that model's dimension,
 REINDEX_THROUGH = "reindex_through"  # and the highest row key re-embedded so far
+
+
+def transfer_checkpoint_key(source: str, user_id: str) -> str:
+    """The meta key marking that an unfinished import from ``source`` loaded ``user_id``."""
+    return f"transfer:{hashlib.sha1(source.encode('utf-8')).hexdigest()[:16]}:{user_id}"

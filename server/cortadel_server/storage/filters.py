@@ -50,7 +50,7 @@ def where_clause(user_id: str, filters: MemoryFilters, dialect: Dialect, alias: 
     if filters.valid_between is not None:
         clauses.append(f"COALESCE({p}valid_at, {p}created_at) >= {q} AND COALESCE({p}valid_at, {p}created_at) < {q}")
         params += list(filters.valid_between)
-    for column in ("session_id", "memory_type", "app_name", "project"):
+    for column in ("session_id", "memory_type", "app_name", "project", "state"):
         value = getattr(filters, column)
         if value is not None:
             clauses.append(f"{p}{column} = {q}")
@@ -64,4 +64,7 @@ def where_clause(user_id: str, filters: MemoryFilters, dialect: Dialect, alias: 
     if filters.ids:
         clauses.append(dialect.value_in(f"{p}id"))
         params.append(dialect.list_param(filters.ids))
+    if filters.exclude_ids:
+        clauses.append(f"NOT {dialect.value_in(f'{p}id')}")
+        params.append(dialect.list_param(filters.exclude_ids))
     return " AND ".join(clauses), params

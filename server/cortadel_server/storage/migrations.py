@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from cortadel_server.storage.sqlite_terms import register
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -207,11 +209,115 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX memories_missing_embedding ON memories(rowid) WHERE embedding IS NULL;
         """,
     ),
+    Migration(
+        "0005_reconciliation",
+        """
+        -- Reconciliation (curation/): runs of a user, and the suggestions they found. A suggestion
+        -- quotes memory ids, never memory text, so a deleted memory leaves no copy here.
+        CREATE TABLE reconcile_runs (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            types TEXT NOT NULL DEFAULT '[]',
+            lim INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            finished_at REAL,
+            error TEXT,
+            suggested INTEGER NOT NULL DEFAULT 0,
+            auto_approved INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX reconcile_runs_user ON reconcile_runs(user_id, created_at DESC);
+        CREATE TABLE reconcile_suggestions (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            subject TEXT NOT NULL,
+            evidence TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            status TEXT NOT NULL,
+            run_id TEXT,
+            decided_at REAL,
+            decided_by TEXT,
+            undo TEXT,
+            undone_at REAL,
+            UNIQUE (user_id, key)
+        );
+        CREATE INDEX reconcile_suggestions_user ON reconcile_suggestions(user_id, status, created_at DESC);
+        """,
+    ),
+    Migration(
+        "0006_memory_recalls",
+        """
+        -- When a memory was last returned by a search (curation/fading.py): kept apart from the
+        -- memories so a recall is a small write that never moves the user's version on.
+        CREATE TABLE memory_recalls (
+            user_id TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            at REAL NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        "0007_per_user_terms",
+        """
+        -- Each user's words get doclists of their own (storage/sqlite_terms.py): a search and its
+        -- BM25 statistics read only that user's rows, however many other users the file holds.
+        -- Contentless: the text lives once, in memories; user_terms() is what the index holds. A
+        -- delete hands the index the row's terms again, so secure-delete takes every one out.
+        DROP TRIGGER memories_fts_insert;
+        DROP TRIGGER memories_fts_delete;
+        DROP TRIGGER memories_fts_update;
+        DROP TABLE memories_fts;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            text, context, content='', tokenize='ascii'
+        );
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO memories_fts(rowid, text, context)
+            SELECT rowid, user_terms(user_key, text), user_terms(user_key, context) FROM memories;
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, text, context)
+                VALUES (new.rowid, user_terms(new.user_key, new.text), user_terms(new.user_key, new.context));
+        END;
+        CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, context)
+                VALUES ('delete', old.rowid, user_terms(old.user_key, old.text), user_terms(old.user_key, old.context));
+        END;
+        CREATE TRIGGER memories_fts_update AFTER UPDATE OF text, context ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, text, context)
+                VALUES ('delete', old.rowid, user_terms(old.user_key, old.text), user_terms(old.user_key, old.context));
+            INSERT INTO memories_fts(rowid, text, context)
+                VALUES (new.rowid, user_terms(new.user_key, new.text), user_terms(new.user_key, new.context));
+        END;
+
+        DROP TRIGGER session_docs_fts_insert;
+        DROP TRIGGER session_docs_fts_delete;
+        DROP TRIGGER session_docs_fts_update;
+        DROP TABLE session_docs_fts;
+        CREATE VIRTUAL TABLE session_docs_fts USING fts5(text, content='', tokenize='ascii');
+        INSERT INTO session_docs_fts(session_docs_fts, rank) VALUES ('secure-delete', 1);
+        INSERT INTO session_docs_fts(rowid, text) SELECT rowid, user_terms(user_key, text) FROM session_docs;
+        CREATE TRIGGER session_docs_fts_insert AFTER INSERT ON session_docs BEGIN
+            INSERT INTO session_docs_fts(rowid, text) VALUES (new.rowid, user_terms(new.user_key, new.text));
+        END;
+        CREATE TRIGGER session_docs_fts_delete AFTER DELETE ON session_docs BEGIN
+            INSERT INTO session_docs_fts(session_docs_fts, rowid, text) VALUES ('delete', old.rowid, user_terms(old.user_key, old.text));
+        END;
+        CREATE TRIGGER session_docs_fts_update AFTER UPDATE OF text ON session_docs BEGIN
+            INSERT INTO session_docs_fts(session_docs_fts, rowid, text) VALUES ('delete', old.rowid, user_terms(old.user_key, old.text));
+            INSERT INTO session_docs_fts(rowid, text) VALUES (new.rowid, user_terms(new.user_key, new.text));
+        END;
+        """,
+    ),
 )
 
 
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply every pending migration, each in its own transaction. Returns the names applied."""
+    register(conn)  # the full-text triggers (0007 on) call user_terms()
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )

@@ -12,6 +12,13 @@ USER_STATES = (
     "SELECT user_id, state, count(*), max(COALESCE(updated_at, created_at)) FROM memories GROUP BY user_id, state"
 )
 
+#: the tables that hold a user's rows (memory_entities and entity_aliases are reached through entities)
+USER_TABLES = (
+    "memories", "memory_events", "entities", "session_docs", "jobs", "reconcile_runs", "reconcile_suggestions", "memory_recalls",
+)
+#: every user any table holds a row of, in order: what an export of all users walks (one statement for both backends)
+TRANSFER_USERS = " UNION ".join(f"SELECT user_id FROM {table}" for table in USER_TABLES) + " ORDER BY 1"
+
 
 def summarise_users(rows: Sequence[Sequence[Any]], limit: int) -> list[UserSummary]:
     """``USER_STATES`` rows as summaries, most recently active first."""

@@ -133,6 +133,129 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
         """,
     ),
+    Migration(
+        "0002_reconciliation",
+        """
+        -- Reconciliation (curation/): runs of a user, and the suggestions they found. A suggestion
+        -- quotes memory ids, never memory text, so a deleted memory leaves no copy here.
+        CREATE TABLE reconcile_runs (
+            id text NOT NULL,
+            user_id text NOT NULL,
+            status text NOT NULL,
+            types jsonb NOT NULL DEFAULT '[]',
+            lim integer NOT NULL,
+            created_at double precision NOT NULL,
+            started_at double precision,
+            finished_at double precision,
+            error text,
+            suggested integer NOT NULL DEFAULT 0,
+            auto_approved integer NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, id)
+        );
+        CREATE INDEX reconcile_runs_user ON reconcile_runs(user_id, created_at DESC);
+        CREATE TABLE reconcile_suggestions (
+            id text NOT NULL,
+            user_id text NOT NULL,
+            kind text NOT NULL,
+            key text NOT NULL,
+            confidence double precision NOT NULL,
+            subject jsonb NOT NULL,
+            evidence jsonb NOT NULL,
+            created_at double precision NOT NULL,
+            status text NOT NULL,
+            run_id text,
+            decided_at double precision,
+            decided_by text,
+            undo jsonb,
+            undone_at double precision,
+            PRIMARY KEY (user_id, id),
+            UNIQUE (user_id, key)
+        );
+        CREATE INDEX reconcile_suggestions_user ON reconcile_suggestions(user_id, status, created_at DESC);
+        """,
+    ),
+    Migration(
+        "0003_memory_recalls",
+        """
+        -- When a memory was last returned by a search (curation/fading.py): kept apart from the
+        -- memories so a recall is a small write that never moves the user's version on.
+        CREATE TABLE memory_recalls (
+            user_id text NOT NULL,
+            memory_id text NOT NULL,
+            at double precision NOT NULL,
+            PRIMARY KEY (user_id, memory_id)
+        );
+        """,
+    ),
+    Migration(
+        "0004_term_stats",
+        """
+        -- Per user and full-text table: how many rows hold each lexeme in their search vector, and
+        -- ('' as the lexeme) how many rows there are. The full-text arm reads a word's document
+        -- frequency here instead of counting matching rows at every search (storage/postgres.py).
+        -- Kept by triggers, so every path that writes rows (the backend, imports, COPY) keeps it.
+        CREATE TABLE term_stats (
+            user_id text NOT NULL,
+            doc_table text NOT NULL,
+            lexeme text NOT NULL,
+            df bigint NOT NULL,
+            PRIMARY KEY (user_id, doc_table, lexeme)
+        );
+        INSERT INTO term_stats(user_id, doc_table, lexeme, df)
+            SELECT user_id, 'memories', lexeme, count(*)
+            FROM memories, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme
+            UNION ALL
+            SELECT user_id, 'session_docs', lexeme, count(*)
+            FROM session_docs, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme;
+
+        -- Inserts and deletes per statement (a user's erasure is one aggregate update, not one per
+        -- row); updates per row, only when the search vector changed (transition tables cannot
+        -- be limited to some columns).
+        CREATE FUNCTION count_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO term_stats AS t(user_id, doc_table, lexeme, df)
+                SELECT user_id, TG_TABLE_NAME, lexeme, count(*)
+                FROM new_rows, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme
+                ON CONFLICT (user_id, doc_table, lexeme) DO UPDATE SET df = t.df + excluded.df;
+            ELSIF TG_OP = 'DELETE' THEN
+                UPDATE term_stats t SET df = t.df - gone.n
+                FROM (SELECT user_id, lexeme, count(*) AS n
+                      FROM old_rows, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme) gone
+                WHERE t.user_id = gone.user_id AND t.doc_table = TG_TABLE_NAME AND t.lexeme = gone.lexeme;
+            ELSE  -- only the lexemes that came or went: a session document grows by appending
+                INSERT INTO term_stats AS t(user_id, doc_table, lexeme, df)
+                SELECT NEW.user_id, TG_TABLE_NAME, lexeme, sum(delta)
+                FROM (SELECT unnest(tsvector_to_array(NEW.search)) AS lexeme, 1 AS delta
+                      UNION ALL SELECT unnest(tsvector_to_array(OLD.search)), -1) changed
+                GROUP BY lexeme HAVING sum(delta) <> 0
+                ON CONFLICT (user_id, doc_table, lexeme) DO UPDATE SET df = t.df + excluded.df;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_terms_added AFTER INSERT ON memories
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER memories_terms_removed AFTER DELETE ON memories
+            REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER memories_terms_changed AFTER UPDATE OF text, context ON memories
+            FOR EACH ROW WHEN (OLD.search IS DISTINCT FROM NEW.search) EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER session_docs_terms_added AFTER INSERT ON session_docs
+            REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER session_docs_terms_removed AFTER DELETE ON session_docs
+            REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER session_docs_terms_changed AFTER UPDATE OF text ON session_docs
+            FOR EACH ROW WHEN (OLD.search IS DISTINCT FROM NEW.search) EXECUTE FUNCTION count_terms();
+        """,
+    ),
+    Migration(
+        "0005_citus_keys",
+        """
+        -- Citus refuses a unique index without the distribution column (user_id). rowid is unique
+        -- by its identity anyway; the index only serves ordering (reindex progress).
+        DROP INDEX memories_rowid;
+        CREATE INDEX memories_rowid ON memories(rowid);
+        """,
+    ),
 )
 
 

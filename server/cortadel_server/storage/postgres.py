@@ -24,18 +24,26 @@ from typing import Any
 import numpy as np
 import psycopg
 import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
 from cortadel_server.errors import StorageError
 from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
+    TRANSFER_KINDS,
     HistoryEntry,
     IndexInfo,
     Job,
+    JobGroup,
     MemoryFilters,
     MemoryRecord,
+    ReconcileRun,
     ScoredId,
     Storage,
+    StoredEntity,
+    StoredJob,
+    StoredMemory,
+    Suggestion,
     UserSummary,
 )
 from cortadel_server.storage.columns import (
@@ -49,9 +57,19 @@ from cortadel_server.storage.columns import (
     VECTOR_DIM,
     VECTOR_MODEL,
     VERSION_FLOOR,
+    transfer_checkpoint_key,
+)
+from cortadel_server.storage.curation_columns import (
+    RUN_COLUMNS,
+    RUN_JSON,
+    SUGGESTION_COLUMNS,
+    SUGGESTION_JSON,
+    from_row,
+    owned_rows,
+    row_values,
 )
 from cortadel_server.storage.filters import Dialect, where_clause
-from cortadel_server.storage.overview import USER_STATES, summarise_users
+from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summarise_users
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
@@ -89,22 +107,31 @@ def ranked_sql(table: str, key: str, where: str) -> str:
 
     ts_rank alone has no inverse document frequency: on generated memories its top 5 shared 58%
     with SQLite's BM25. Summing each word's ts_rank (normalised by document length) weighted by the
-    word's BM25 IDF over the user's rows shares 80% (docs/scaling.md). Parameters, in order: the
-    user id, the quoted words (a text[]), the user id, the ts_rank weights, the words OR-ed, then
-    those of ``where``.
+    word's BM25 IDF over the user's rows shares 80% (docs/scaling.md). The document frequencies
+    are read from ``term_stats`` (kept by triggers, pg_migrations 0004), not counted per query:
+    that count was most of a search's time at 10,000 memories. A word of several lexemes (a
+    hyphenated one) takes the smallest count of its lexemes. Parameters, in order: the user id,
+    the quoted words (a text[]), the user id, the ts_rank weights, the words OR-ed, then those of
+    ``where``.
     """
     return f"""
         WITH words AS MATERIALIZED (  -- once per query, not once per matching row
-            SELECT w.q, ln(1 + (n.n - w.df + 0.5) / (w.df + 0.5)) AS idf
-            FROM (SELECT to_tsquery('cortadel', word) AS q,
-                         (SELECT count(*) FROM {table} WHERE user_id = %s AND search @@ to_tsquery('cortadel', word)) AS df
-                  FROM unnest(%s::text[]) word) w,
-                 (SELECT count(*)::float AS n FROM {table} WHERE user_id = %s) n
+            SELECT to_tsquery('cortadel', w.word) AS q, ln(1 + (n.n - s.df + 0.5) / (s.df + 0.5)) AS idf
+            FROM (SELECT df::float AS n FROM term_stats
+                  WHERE user_id = %s AND doc_table = '{table}' AND lexeme = '') n,
+                 unnest(%s::text[]) w(word),
+                 LATERAL (SELECT coalesce(min(t.df), 0) AS df FROM term_stats t
+                          WHERE t.user_id = %s AND t.doc_table = '{table}'
+                            AND t.lexeme = ANY(tsvector_to_array(to_tsvector('cortadel', w.word)))) s
         ), weights AS (SELECT %s::real[] AS w)
-        SELECT d.{key}, sum(words.idf * ts_rank(weights.w, d.search, words.q, 1)) AS score
-        FROM {table} d JOIN words ON d.search @@ words.q, weights
+        -- each matching row read once, its words scored in place (a join on words fetched the row
+        -- once per word it holds, then grouped)
+        SELECT d.{key},
+               (SELECT sum(words.idf * ts_rank(weights.w, d.search, words.q, 1)) FROM words WHERE d.search @@ words.q)
+               AS score
+        FROM {table} d, weights
         WHERE d.search @@ to_tsquery('cortadel', %s) AND {where}
-        GROUP BY d.{key} ORDER BY score DESC, d.{key} LIMIT %s"""
+        ORDER BY score DESC, d.{key} LIMIT %s"""
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -135,34 +162,61 @@ class PostgresStorage(Storage):
         self.location = _redacted(url)
         self._query_timeout = query_timeout
         self._local = threading.local()
-        options = f"-c statement_timeout={int(query_timeout * 1000)}"
+        # Named in pg_stat_activity and the server's log (the SQL audit reads it), unless the URL names it.
+        connect: dict[str, Any] = {
+            "autocommit": True, "connect_timeout": 10, "options": f"-c statement_timeout={int(query_timeout * 1000)}",
+            "application_name": conninfo_to_dict(url).get("application_name") or "cortadel",
+        }
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=10, options=options)
+            conn = psycopg.connect(url, **connect)
         except psycopg.Error as exc:
             raise StorageError(f"CORTADEL_DATABASE_URL: cannot connect to {self.location}: {_first_line(exc)}") from None
         try:
             with self._translate():
+                _require_utf8(conn)
                 _require_pgvector(conn)
                 migrate(conn)
-                # Held on this connection while the process lives: the jobs it claims are orphaned,
-                # and taken over by another process, once it is gone.
                 self.claimer = uuid.uuid4().hex
-                conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_ALIVE_LOCK, self.claimer))
+                self._hold_liveness_lock(conn)
         except BaseException:
             conn.close()
             raise
+        self._url, self._connect_args = url, connect
         self._alive = conn
+        self._alive_guard = threading.Lock()
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
             max_size=max_connections,
-            kwargs={"autocommit": True, "options": options, "connect_timeout": 10},
+            kwargs=connect,
+            # A connection is checked as it leaves the pool: after a database restart the dead
+            # ones are replaced instead of failing one request each.
+            check=psycopg_pool.ConnectionPool.check_connection,
             timeout=query_timeout,
             name="cortadel",
             open=True,
         )
 
     # -- connections -----------------------------------------------------------------------------
+    def _hold_liveness_lock(self, conn: psycopg.Connection[Any]) -> None:
+        """Held on ``conn`` while the process lives: the jobs it claims are orphaned, and taken
+        over by another process, once it is gone."""
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_ALIVE_LOCK, self.claimer))
+
+    def _stay_alive(self) -> None:
+        """Take the liveness lock again on a new connection if the database lost it (a restart, a
+        dropped connection); meanwhile another process may have taken over this one's jobs."""
+        with self._alive_guard:
+            try:
+                self._alive.execute("SELECT 1")
+                return
+            except psycopg.Error:
+                self._alive.close()
+            with self._translate():
+                conn = psycopg.connect(self._url, **self._connect_args)
+                self._hold_liveness_lock(conn)
+            self._alive = conn
+
     @contextmanager
     def _translate(self) -> Iterator[None]:
         try:
@@ -329,6 +383,14 @@ class PostgresStorage(Storage):
         )
         return self._record(rows[0]) if rows else None
 
+    def last_written(self, user_id: str, app_name: str | None) -> MemoryRecord | None:
+        rows = self._rows(
+            user_id,
+            f"{SELECT_MEMORY} WHERE user_id = %s AND app_name IS NOT DISTINCT FROM %s ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (user_id, app_name),
+        )
+        return self._record(rows[0]) if rows else None
+
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
@@ -350,7 +412,8 @@ class PostgresStorage(Storage):
                 "     (SELECT text FROM memories WHERE user_id = %s AND id = ANY(%s::text[])))",
                 (user_id, existing, user_id, existing),
             )
-            for table, column in (("memories", "id"), ("memory_events", "memory_id"), ("memory_entities", "memory_id"), ("jobs", "memory_id")):
+            for table, column in (("memories", "id"), ("memory_events", "memory_id"), ("memory_entities", "memory_id"),
+                                  ("memory_recalls", "memory_id"), ("jobs", "memory_id")):
                 self._rows(user_id, f"DELETE FROM {table} WHERE user_id = %s AND {column} = ANY(%s::text[])", (user_id, existing))
             # Entities nobody mentions any more go too: deletion really deletes.
             self._rows(
@@ -366,7 +429,8 @@ class PostgresStorage(Storage):
 
     def delete_user(self, user_id: str) -> dict[str, int]:
         tables = (  # children before parents
-            "memory_entities", "entity_aliases", "entities", "memory_events", "jobs", "session_docs", "memories",
+            "memory_entities", "entity_aliases", "entities", "memory_events", "memory_recalls", "jobs",
+            "reconcile_suggestions", "reconcile_runs", "session_docs", "memories",
             "user_versions",
         )
         with self.write(user_id):
@@ -542,6 +606,39 @@ class PostgresStorage(Storage):
         )
         return dict(rows)
 
+    # -- fading and communities ------------------------------------------------------------------
+    def record_recalls(self, user_id: str, memory_ids: Sequence[str], at: float) -> None:
+        if not memory_ids:
+            return
+        self._rows(
+            user_id,
+            "INSERT INTO memory_recalls(user_id, memory_id, at) "
+            "SELECT %s, m.id, %s FROM memories m WHERE m.user_id = %s AND m.id = ANY(%s::text[]) "
+            "ON CONFLICT (user_id, memory_id) DO UPDATE SET at = greatest(memory_recalls.at, excluded.at)",
+            (user_id, at, user_id, list(memory_ids)),
+        )
+
+    def last_seen(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        rows = self._rows(
+            user_id,
+            "SELECT m.id, greatest(m.created_at, COALESCE(m.updated_at, 0), COALESCE(r.at, 0)) FROM memories m "
+            "LEFT JOIN memory_recalls r ON r.user_id = m.user_id AND r.memory_id = m.id "
+            "WHERE m.user_id = %s AND m.id = ANY(%s::text[])",
+            (user_id, list(memory_ids)),
+        )
+        return {memory_id: float(seen) for memory_id, seen in rows}
+
+    def entity_links(self, user_id: str) -> list[tuple[str, str]]:
+        rows = self._rows(
+            user_id,
+            "SELECT m.id, e.canonical FROM memories m "
+            "JOIN memory_entities me ON me.user_id = m.user_id AND me.memory_id = m.id "
+            "JOIN entities e ON e.user_id = me.user_id AND e.id = me.entity_id "
+            "WHERE m.user_id = %s AND m.expired_at IS NULL AND m.invalid_at IS NULL ORDER BY m.created_at, m.rowid, e.canonical",
+            (user_id,),
+        )
+        return [(memory_id, canonical) for memory_id, canonical in rows]
+
     # -- jobs (shared by every user and every replica) -------------------------------------------
     def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
         now = time.time()
@@ -552,6 +649,7 @@ class PostgresStorage(Storage):
         )
 
     def claim_job(self, now: float) -> Job | None:
+        self._stay_alive()  # or a job this process claims would look orphaned at once
         # SKIP LOCKED: replicas claiming at once each take a different job, none waits. A job
         # whose claimer died is taken over, never lost.
         rows = self._rows(
@@ -585,6 +683,75 @@ class PostgresStorage(Storage):
 
     def pending_jobs(self) -> int:
         return int(self._rows(None, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0])
+
+    def job_groups(self) -> list[JobGroup]:
+        rows = self._rows(
+            None, "SELECT kind, status, count(*), min(created_at) FROM jobs GROUP BY kind, status ORDER BY kind, status"
+        )
+        return [JobGroup(kind, status, int(count), float(oldest)) for kind, status, count, oldest in rows]
+
+    # -- curation --------------------------------------------------------------------------------
+    def put_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None:
+        with self.write(user_id):
+            for entity in entities:
+                entity_id = self._rows(
+                    user_id,
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (%s, %s, %s) "
+                    "ON CONFLICT(user_id, canonical) DO UPDATE SET kind = excluded.kind RETURNING id",
+                    (user_id, entity.canonical, entity.kind),
+                )[0][0]
+                for table in ("entity_aliases", "memory_entities"):
+                    self._rows(user_id, f"DELETE FROM {table} WHERE user_id = %s AND entity_id = %s", (user_id, entity_id))
+                for alias in entity.aliases:
+                    self._rows(user_id, "INSERT INTO entity_aliases(user_id, entity_id, alias) VALUES (%s, %s, %s)",
+                               (user_id, entity_id, alias))
+                for memory_id in entity.memory_ids:
+                    self._rows(user_id, "INSERT INTO memory_entities(user_id, memory_id, entity_id) VALUES (%s, %s, %s)",
+                               (user_id, memory_id, entity_id))
+
+    def save_reconcile_run(self, run: ReconcileRun) -> None:
+        values = row_values(run, RUN_COLUMNS, RUN_JSON, Jsonb)
+        self._rows(
+            run.user_id,
+            f"INSERT INTO reconcile_runs({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))}) "
+            "ON CONFLICT(user_id, id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c not in ("id", "user_id")),
+            list(values.values()),
+        )
+
+    def reconcile_runs(self, user_id: str, *, run_id: str | None = None, active: bool = False, limit: int = 1) -> list[ReconcileRun]:
+        where = "user_id = %s" + (" AND id = %s" if run_id is not None else "") + (
+            " AND status IN ('queued', 'running')" if active else "")
+        rows = self._rows(
+            user_id,
+            f"SELECT {', '.join(RUN_COLUMNS.values())} FROM reconcile_runs WHERE {where} ORDER BY created_at DESC, id DESC LIMIT %s",
+            [user_id, *([run_id] if run_id is not None else []), limit],
+        )
+        return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, lambda v: v) for row in rows]
+
+    def save_suggestion(self, suggestion: Suggestion) -> None:
+        values = row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, Jsonb)
+        self._rows(
+            suggestion.user_id,
+            f"INSERT INTO reconcile_suggestions({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))}) "
+            "ON CONFLICT(user_id, id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c not in ("id", "user_id")),
+            list(values.values()),
+        )
+
+    def suggestions(
+        self, user_id: str, *, status: str | None = None, ids: Sequence[str] = (), keys: Sequence[str] = (),
+        offset: int = 0, limit: int = 100,
+    ) -> tuple[list[Suggestion], int]:
+        where = "user_id = %s" + (" AND status = %s" if status else "") + (" AND id = ANY(%s::text[])" if ids else "") + (
+            " AND key = ANY(%s::text[])" if keys else "")
+        params = [user_id, *([status] if status else []), *([list(ids)] if ids else []), *([list(keys)] if keys else [])]
+        total = int(self._rows(user_id, f"SELECT count(*) FROM reconcile_suggestions WHERE {where}", params)[0][0])
+        rows = self._rows(
+            user_id,
+            f"SELECT {', '.join(SUGGESTION_COLUMNS.values())} FROM reconcile_suggestions WHERE {where} "
+            "ORDER BY created_at DESC, id DESC LIMIT %s OFFSET %s",
+            [*params, limit, offset],
+        )
+        return [from_row(Suggestion, row, SUGGESTION_COLUMNS, SUGGESTION_JSON, lambda v: v) for row in rows], total
 
     # -- vectors (index maintenance: every user's rows) ------------------------------------------
     def _meta(self, key: str) -> str | None:
@@ -679,6 +846,201 @@ class PostgresStorage(Storage):
 
     def user_summaries(self, limit: int) -> list[UserSummary]:
         return summarise_users(self._rows(None, USER_STATES), limit)
+
+
+    # -- transfer --------------------------------------------------------------------------------
+    def transfer_users(self) -> list[str]:
+        return [r[0] for r in self._rows(None, TRANSFER_USERS)]
+
+    def user_row_counts(self, user_id: str) -> dict[str, int]:
+        tables = (
+            "memories", "memory_events", "entities", "entity_aliases", "memory_entities", "session_docs", "jobs",
+            "reconcile_runs", "reconcile_suggestions", "memory_recalls",
+        )
+        row = self._rows(
+            user_id,
+            "SELECT " + ", ".join(f"(SELECT count(*) FROM {table} WHERE user_id = %s)" for table in tables),
+            [user_id] * len(tables),
+        )[0]
+        return dict(zip(TRANSFER_KINDS, map(int, row), strict=True))
+
+    def dump_memories(self, user_id: str, after: int, limit: int) -> list[StoredMemory]:
+        rows = self._rows(
+            user_id,
+            SELECT_MEMORY.replace(" FROM memories", ", context, embedding::real[], rowid FROM memories")
+            + " WHERE user_id = %s AND rowid > %s ORDER BY rowid LIMIT %s",
+            (user_id, after, limit),
+        )
+        width = len(MEMORY_COLUMNS)
+        return [
+            StoredMemory(
+                self._record(r[:width]),
+                r[width],
+                None if r[width + 1] is None else np.asarray(r[width + 1], dtype=np.float32).tobytes(),
+                int(r[width + 2]),
+            )
+            for r in rows
+        ]
+
+    def dump_history(self, user_id: str, after: int, limit: int) -> list[tuple[int, HistoryEntry]]:
+        rows = self._rows(
+            user_id,
+            "SELECT id, memory_id, event, at, detail FROM memory_events WHERE user_id = %s AND id > %s ORDER BY id LIMIT %s",
+            (user_id, after, limit),
+        )
+        return [(int(key), HistoryEntry(m, e, at, d)) for key, m, e, at, d in rows]
+
+    def dump_entities(self, user_id: str) -> list[StoredEntity]:
+        rows = self._rows(
+            user_id,
+            """SELECT e.canonical, e.kind,
+                      ARRAY(SELECT a.alias FROM entity_aliases a WHERE a.user_id = e.user_id AND a.entity_id = e.id
+                            ORDER BY a.alias COLLATE "C"),
+                      ARRAY(SELECT me.memory_id FROM memory_entities me WHERE me.user_id = e.user_id AND me.entity_id = e.id
+                            ORDER BY me.memory_id COLLATE "C")
+               FROM entities e WHERE e.user_id = %s ORDER BY e.id""",
+            (user_id,),
+        )
+        return [StoredEntity(canonical, kind, tuple(aliases), tuple(mentions)) for canonical, kind, aliases, mentions in rows]
+
+    def dump_sessions(self, user_id: str) -> list[tuple[str, str]]:
+        rows = self._rows(
+            user_id,
+            'SELECT session_id, text FROM session_docs WHERE user_id = %s ORDER BY session_id COLLATE "C"',
+            (user_id,),
+        )
+        return [(session_id, text) for session_id, text in rows]
+
+    def dump_jobs(self, user_id: str) -> list[StoredJob]:
+        rows = self._rows(
+            user_id,
+            "SELECT kind, memory_id, payload, CASE status WHEN 'running' THEN 'queued' ELSE status END, attempts, "
+            "run_after, last_error, created_at FROM jobs WHERE user_id = %s ORDER BY id",
+            (user_id,),
+        )
+        return [StoredJob(k, m, p, s, a, r, e, c) for k, m, p, s, a, r, e, c in rows]
+
+    # Ids ordered by bytes (COLLATE "C"), as SQLite orders them: both backends export the same file.
+    def dump_reconcile_runs(self, user_id: str) -> list[ReconcileRun]:
+        rows = self._rows(
+            user_id,
+            f'SELECT {", ".join(RUN_COLUMNS.values())} FROM reconcile_runs WHERE user_id = %s ORDER BY created_at, id COLLATE "C"',
+            (user_id,),
+        )
+        return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, lambda v: v) for row in rows]
+
+    def dump_suggestions(self, user_id: str) -> list[Suggestion]:
+        rows = self._rows(
+            user_id,
+            f'SELECT {", ".join(SUGGESTION_COLUMNS.values())} FROM reconcile_suggestions WHERE user_id = %s '
+            'ORDER BY created_at, id COLLATE "C"',
+            (user_id,),
+        )
+        return [from_row(Suggestion, row, SUGGESTION_COLUMNS, SUGGESTION_JSON, lambda v: v) for row in rows]
+
+    def dump_recalls(self, user_id: str) -> list[tuple[str, float]]:
+        rows = self._rows(
+            user_id, 'SELECT memory_id, at FROM memory_recalls WHERE user_id = %s ORDER BY memory_id COLLATE "C"', (user_id,)
+        )
+        return [(memory_id, float(at)) for memory_id, at in rows]
+
+    def _copy(self, user_id: str, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert ``rows`` of one user with COPY: 2,000 memories with their vectors in 2.4 s, against
+        11.5 s as an executemany of INSERTs (0.5 s against 6.4 s without vectors)."""
+        if not rows:
+            return
+        statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN".encode()
+        with self._conn(user_id) as conn, self._translate(), conn.cursor() as cursor, cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def load_memories(self, user_id: str, memories: Sequence[StoredMemory]) -> None:
+        rows = []
+        for stored in memories:
+            if stored.record.user_id != user_id:
+                raise ValueError(f"memory {stored.record.id} belongs to {stored.record.user_id!r}, not {user_id!r}")
+            values = [Jsonb(getattr(stored.record, n)) if n in JSON_COLUMNS else getattr(stored.record, n) for n in MEMORY_COLUMNS]
+            vector = None if stored.embedding is None else vector_literal(np.frombuffer(stored.embedding, dtype=np.float32))
+            rows.append([*values, stored.context, vector])
+        with self.write(user_id):
+            self._copy(user_id, "memories", [*MEMORY_COLUMNS, "context", "embedding"], rows)
+            self._bump(user_id)
+
+    def load_history(self, user_id: str, events: Sequence[HistoryEntry]) -> None:
+        with self.write(user_id):
+            self._copy(
+                user_id, "memory_events", ("user_id", "memory_id", "event", "at", "detail"),
+                [(user_id, e.memory_id, e.event, e.at, Jsonb(e.detail)) for e in events],
+            )
+
+    def load_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None:
+        with self.write(user_id):
+            for entity in entities:
+                entity_id = self._rows(
+                    user_id,
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (%s, %s, %s) RETURNING id",
+                    (user_id, entity.canonical, entity.kind),
+                )[0][0]
+                self._copy(user_id, "entity_aliases", ("user_id", "entity_id", "alias"), [(user_id, entity_id, a) for a in entity.aliases])
+                self._copy(
+                    user_id, "memory_entities", ("user_id", "memory_id", "entity_id"), [(user_id, m, entity_id) for m in entity.memory_ids]
+                )
+
+    def load_sessions(self, user_id: str, documents: Sequence[tuple[str, str]]) -> None:
+        with self.write(user_id):
+            self._copy(user_id, "session_docs", ("user_id", "session_id", "text"), [(user_id, sid, text) for sid, text in documents])
+
+    def load_jobs(self, user_id: str, jobs: Sequence[StoredJob]) -> None:
+        with self.write(user_id):
+            self._copy(
+                user_id, "jobs",
+                ("kind", "user_id", "memory_id", "payload", "status", "attempts", "run_after", "last_error", "created_at"),
+                [(j.kind, user_id, j.memory_id, Jsonb(j.payload), j.status, j.attempts, j.run_after, j.last_error, j.created_at)
+                 for j in jobs],
+            )
+
+    def load_reconcile_runs(self, user_id: str, runs: Sequence[ReconcileRun]) -> None:
+        self._copy_records(user_id, "reconcile_runs", owned_rows(user_id, runs, RUN_COLUMNS, RUN_JSON, Jsonb))
+
+    def load_suggestions(self, user_id: str, suggestions: Sequence[Suggestion]) -> None:
+        self._copy_records(
+            user_id, "reconcile_suggestions", owned_rows(user_id, suggestions, SUGGESTION_COLUMNS, SUGGESTION_JSON, Jsonb)
+        )
+
+    def _copy_records(self, user_id: str, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        with self.write(user_id):
+            self._copy(user_id, table, list(rows[0]), [list(row.values()) for row in rows])
+
+    def load_recalls(self, user_id: str, recalls: Sequence[tuple[str, float]]) -> None:
+        with self.write(user_id):
+            self._copy(user_id, "memory_recalls", ("user_id", "memory_id", "at"), [(user_id, m, at) for m, at in recalls])
+
+    def transfer_checkpoints(self, source: str) -> set[str]:
+        prefix = transfer_checkpoint_key(source, "")
+        rows = self._rows(None, "SELECT substr(key, %s) FROM meta WHERE starts_with(key, %s)", (len(prefix) + 1, prefix))
+        return {r[0] for r in rows}
+
+    def set_transfer_checkpoint(self, source: str, user_id: str | None) -> None:
+        with self.write():
+            if user_id is None:
+                self._rows(None, "DELETE FROM meta WHERE starts_with(key, %s)", (transfer_checkpoint_key(source, ""),))
+            else:
+                self._set_meta(transfer_checkpoint_key(source, user_id), "loaded")
+
+
+def _require_utf8(conn: psycopg.Connection[Any]) -> None:
+    """Stop on a database that does not store UTF-8: SQL_ASCII (what initdb picks without a locale)
+    keeps bytes unchecked and hands them back undecoded, so text would not survive a round trip."""
+    row = conn.execute("SHOW server_encoding").fetchone()
+    value = row[0] if row else b"unknown"
+    encoding = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)  # bytes on such a database
+    if encoding.upper() not in ("UTF8", "UTF-8"):
+        raise StorageError(
+            f"CORTADEL_DATABASE_URL: the database's encoding is {encoding}, not UTF8; "
+            "create it with ENCODING 'UTF8' (initdb --encoding=UTF8, or CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0)"
+        )
 
 
 def _require_pgvector(conn: psycopg.Connection[Any]) -> None:

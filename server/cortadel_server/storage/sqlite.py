@@ -12,7 +12,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,13 +23,20 @@ import numpy as np
 from cortadel_server.errors import StorageError
 from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
+    TRANSFER_KINDS,
     HistoryEntry,
     IndexInfo,
     Job,
+    JobGroup,
     MemoryFilters,
     MemoryRecord,
+    ReconcileRun,
     ScoredId,
     Storage,
+    StoredEntity,
+    StoredJob,
+    StoredMemory,
+    Suggestion,
     UserSummary,
 )
 from cortadel_server.storage.columns import (
@@ -43,24 +50,29 @@ from cortadel_server.storage.columns import (
     VECTOR_DIM,
     VECTOR_MODEL,
     VERSION_FLOOR,
+    transfer_checkpoint_key,
+)
+from cortadel_server.storage.curation_columns import (
+    RUN_COLUMNS,
+    RUN_JSON,
+    SUGGESTION_COLUMNS,
+    SUGGESTION_JSON,
+    from_row,
+    owned_rows,
+    row_values,
 )
 from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.migrations import migrate
-from cortadel_server.storage.overview import USER_STATES, summarise_users
-from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
+from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summarise_users
+from cortadel_server.storage.search_terms import CONTEXT_WEIGHT
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+from cortadel_server.storage.sqlite_terms import UserTerms, register
 from cortadel_server.storage.vector_cache import UserVectors, VectorCache
 
 
 def user_key(user_id: str) -> str:
     """A single FTS token standing for one user (user ids may hold any characters)."""
     return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
-
-
-def fts_query(query: str) -> str | None:
-    """An FTS5 OR-query of the query's words, each quoted so no word is read as syntax."""
-    terms = query_terms(query)
-    return " OR ".join(f'"{t}"' for t in terms) if terms else None
 
 
 _DIALECT = Dialect(
@@ -76,6 +88,8 @@ class _Connection(apsw.Connection):
     """A connection that carries the deadline of the query it is running."""
 
     deadline: float = float("inf")
+    #: the user terms the full-text index holds (set by ``_connect``)
+    terms: UserTerms
 
     def past_deadline(self) -> bool:
         return time.monotonic() > self.deadline
@@ -94,11 +108,13 @@ class SqliteStorage(Storage):
         self._write_owner: int | None = None
         self._vectors = VectorCache()
         #: users whose rows the open write transaction changed (their cached vectors are dropped on rollback)
-        self._bumped: set[str] = set()
+        self._bumped: dict[str, int] = {}
         self._all_conns: list[_Connection] = []
         self._conns_lock = threading.Lock()
         #: a delete committed in the open write transaction: checkpoint once it commits
         self._purged = False
+        #: texts the open write transaction added to session documents, written once before it commits
+        self._appends: dict[tuple[str, str], list[str]] = {}
         with self._translate():
             self._writer = self._connect()
             self._enable_incremental_vacuum()
@@ -109,6 +125,7 @@ class SqliteStorage(Storage):
     # -- connections -----------------------------------------------------------------------------
     def _connect(self) -> _Connection:
         conn = _Connection(str(self.path))
+        conn.terms = register(conn)
         conn.set_busy_timeout(int(self._query_timeout * 1000))
         # secure_delete: freed cells and pages are zeroed, so deleted text leaves the file.
         conn.execute(
@@ -173,12 +190,14 @@ class SqliteStorage(Storage):
             return
         with self._write_lock:
             self._write_owner = me
-            self._bumped = set()
+            self._bumped = {}
             self._purged = False
+            self._appends = {}
             try:
                 self._exec("BEGIN IMMEDIATE")
                 try:
                     yield
+                    self._append_to_sessions()
                 except BaseException:
                     self._exec("ROLLBACK")
                     for bumped in self._bumped:  # the cache may hold what never committed
@@ -207,7 +226,12 @@ class SqliteStorage(Storage):
 
         The cached entry follows only when it reflects the version just before this one; anything
         else (a write by another process on the same file) drops it, to be reloaded on demand.
+        Other processes only need a new version per commit: after the transaction's first change of
+        a user, later ones follow in the cache alone (a row write fewer per memory of a batch).
         """
+        if user_id in self._bumped:
+            self._vectors.amend(user_id, self._bumped[user_id], change)
+            return
         # A user erased and written again starts above every version an erased user had, so a
         # cache of the erased data (in another process) never looks current.
         version = self._rows(
@@ -216,7 +240,7 @@ class SqliteStorage(Storage):
             "ON CONFLICT(user_id) DO UPDATE SET version = version + 1 RETURNING version",
             (user_id,),
         )[0][0]
-        self._bumped.add(user_id)
+        self._bumped[user_id] = version
         self._vectors.advance(user_id, version, change)
 
     def user_version(self, user_id: str) -> int:
@@ -232,17 +256,16 @@ class SqliteStorage(Storage):
         values["embedding"] = np.asarray(embedding, dtype=np.float32).tobytes()
         names = [*values, "context"]
         with self.write():
-            values["context"] = context_for(self._last_text(memory.user_id, memory.session_id))
+            # A session this transaction appended to already: its last text is at hand, no read.
+            session = memory.session_id
+            appended = self._appends.get((memory.user_id, session)) if session is not None else None
+            values["context"] = context_for(appended or self._last_text(memory.user_id, session))
             self._exec(
                 f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", values
             )
-            rowid = self._conn().last_insert_rowid()  # before the session_docs insert moves it on
+            rowid = self._conn().last_insert_rowid()
             if memory.session_id is not None:
-                self._exec(
-                    "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
-                    "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text",
-                    (memory.user_id, memory.session_id, values["user_key"], memory.text, SEPARATOR),
-                )
+                self._appends.setdefault((memory.user_id, memory.session_id), []).append(memory.text)
             vector = np.asarray(embedding, dtype=np.float32)
             self._bump(memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
 
@@ -313,6 +336,13 @@ class SqliteStorage(Storage):
         )
         return self._record(rows[0]) if rows else None
 
+    def last_written(self, user_id: str, app_name: str | None) -> MemoryRecord | None:
+        rows = self._rows(
+            f"{SELECT_MEMORY} WHERE user_id = ? AND app_name IS ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (user_id, app_name),
+        )
+        return self._record(rows[0]) if rows else None
+
     def delete_memories(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
@@ -342,6 +372,7 @@ class SqliteStorage(Storage):
             self._exec("DELETE FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?", (found, user_id))
             self._exec("DELETE FROM memory_events WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             self._exec("DELETE FROM memory_entities WHERE memory_id IN (SELECT value FROM json_each(?))", (found,))
+            self._exec("DELETE FROM memory_recalls WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             self._exec("DELETE FROM jobs WHERE user_id = ? AND memory_id IN (SELECT value FROM json_each(?))", (user_id, found))
             # Entities nobody mentions any more go too: deletion really deletes.
             self._exec(
@@ -363,7 +394,10 @@ class SqliteStorage(Storage):
             ("entity_aliases", f"DELETE FROM entity_aliases WHERE entity_id IN ({entity_ids})"),
             ("entities", "DELETE FROM entities WHERE user_id = :user"),
             ("memory_events", "DELETE FROM memory_events WHERE user_id = :user"),
+            ("memory_recalls", "DELETE FROM memory_recalls WHERE user_id = :user"),
             ("jobs", "DELETE FROM jobs WHERE user_id = :user"),
+            ("reconcile_suggestions", "DELETE FROM reconcile_suggestions WHERE user_id = :user"),
+            ("reconcile_runs", "DELETE FROM reconcile_runs WHERE user_id = :user"),
             ("session_docs", "DELETE FROM session_docs WHERE user_id = :user"),
             ("memories", "DELETE FROM memories WHERE user_id = :user"),
             ("user_versions", "DELETE FROM user_versions WHERE user_id = :user"),
@@ -410,7 +444,19 @@ class SqliteStorage(Storage):
     def set_context(self, user_id: str, row_key: int, context: str) -> None:
         self._exec("UPDATE memories SET context = ? WHERE rowid = ? AND user_id = ?", (context, row_key, user_id))
 
+    def _append_to_sessions(self) -> None:
+        """Write the session documents' new texts of the open write transaction, one update a session:
+        each update re-indexes the whole document, so one per memory made a batch quadratic."""
+        appends, self._appends = self._appends, {}
+        for (user_id, session_id), texts in appends.items():
+            self._exec(
+                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text",
+                (user_id, session_id, user_key(user_id), SEPARATOR.join(texts), SEPARATOR),
+            )
+
     def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
+        self._appends.pop((user_id, session_id), None)  # the document is rebuilt from every member
         if text is None:
             self._exec("DELETE FROM session_docs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             return
@@ -421,14 +467,18 @@ class SqliteStorage(Storage):
         )
 
     def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
-        match = fts_query(query)
+        if self._write_owner == threading.get_ident():
+            self._append_to_sessions()  # a search inside a write sees the write's own memories
+        match = self._conn().terms.match(user_key(user_id), query)
         if match is None:
             return []
         rows = self._rows(
-            "SELECT d.session_id, bm25(session_docs_fts, 1.0, 0.0) AS rank FROM session_docs_fts "
-            "JOIN session_docs d ON d.rowid = session_docs_fts.rowid "
-            "WHERE session_docs_fts MATCH ? ORDER BY rank LIMIT ?",
-            (f"user_key:{user_key(user_id)} AND ({match})", limit),
+            # Rank inside the index, then join the few best: joining every matching document first
+            # made the arm's cost grow with the user's sessions.
+            "SELECT d.session_id, best.rank FROM (SELECT rowid, bm25(session_docs_fts) AS rank FROM session_docs_fts "
+            "WHERE session_docs_fts MATCH ? ORDER BY rank LIMIT ?) AS best "
+            "JOIN session_docs d ON d.rowid = best.rowid AND d.user_id = ? ORDER BY best.rank",
+            (match, limit, user_id),
         )
         return [ScoredId(session_id, -rank) for session_id, rank in rows]
 
@@ -452,16 +502,15 @@ class SqliteStorage(Storage):
     def text_search(
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float = CONTEXT_WEIGHT
     ) -> list[ScoredId]:
-        match = fts_query(query)
+        match = self._conn().terms.match(user_key(user_id), query)
         if match is None:
             return []
-        match = f"user_key:{user_key(user_id)} AND ({match})"
         if not filters.narrows:
             # The common case, current facts only: rank inside the index (an order of magnitude
             # faster than ranking through a join), then drop the few rows that are no longer current.
             fetch = limit * 2 + 10
             ranked = self._rows(
-                "SELECT rowid, bm25(memories_fts, 1.0, ?, 0.0) AS rank FROM memories_fts "
+                "SELECT rowid, bm25(memories_fts, 1.0, ?) AS rank FROM memories_fts "
                 "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
                 (context_weight, match, fetch),
             )
@@ -479,7 +528,7 @@ class SqliteStorage(Storage):
             # again ranked every version several times per call, so filter through the join once.
         where, params = self._where(user_id, filters, alias="m.")
         rows = self._rows(
-            f"""SELECT m.id, bm25(memories_fts, 1.0, ?, 0.0) AS rank
+            f"""SELECT m.id, bm25(memories_fts, 1.0, ?) AS rank
                 FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
                 WHERE memories_fts MATCH ? AND {where}
                 ORDER BY rank LIMIT ?""",
@@ -605,6 +654,36 @@ class SqliteStorage(Storage):
         )
         return dict(rows)
 
+    # -- fading and communities ------------------------------------------------------------------
+    def record_recalls(self, user_id: str, memory_ids: Sequence[str], at: float) -> None:
+        if not memory_ids:
+            return
+        with self.write(user_id):
+            self._exec(
+                "INSERT INTO memory_recalls(user_id, memory_id, at) "
+                "SELECT ?, m.id, ? FROM memories m WHERE m.id IN (SELECT value FROM json_each(?)) AND +m.user_id = ? "
+                "ON CONFLICT(user_id, memory_id) DO UPDATE SET at = max(at, excluded.at)",
+                (user_id, at, json.dumps(list(memory_ids)), user_id),
+            )
+
+    def last_seen(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        rows = self._rows(
+            "SELECT m.id, max(m.created_at, COALESCE(m.updated_at, 0), COALESCE(r.at, 0)) FROM memories m "
+            "LEFT JOIN memory_recalls r ON r.user_id = m.user_id AND r.memory_id = m.id "
+            "WHERE m.id IN (SELECT value FROM json_each(?)) AND +m.user_id = ?",
+            (json.dumps(list(memory_ids)), user_id),
+        )
+        return {memory_id: float(seen) for memory_id, seen in rows}
+
+    def entity_links(self, user_id: str) -> list[tuple[str, str]]:
+        rows = self._rows(
+            "SELECT m.id, e.canonical FROM memories m JOIN memory_entities me ON me.memory_id = m.id "
+            "JOIN entities e ON e.id = me.entity_id AND e.user_id = m.user_id "
+            "WHERE m.user_id = ? AND m.expired_at IS NULL AND m.invalid_at IS NULL ORDER BY m.created_at, m.rowid, e.canonical",
+            (user_id,),
+        )
+        return [(memory_id, canonical) for memory_id, canonical in rows]
+
     # -- jobs ------------------------------------------------------------------------------------
     def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
         now = time.time()
@@ -650,6 +729,72 @@ class SqliteStorage(Storage):
 
     def pending_jobs(self) -> int:
         return int(self._rows("SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0][0])
+
+    def job_groups(self) -> list[JobGroup]:
+        rows = self._rows("SELECT kind, status, count(*), min(created_at) FROM jobs GROUP BY kind, status ORDER BY kind, status")
+        return [JobGroup(kind, status, int(count), float(oldest)) for kind, status, count, oldest in rows]
+
+    # -- curation --------------------------------------------------------------------------------
+    def put_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None:
+        with self.write():
+            for entity in entities:
+                entity_id = self._rows(
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (?, ?, ?) "
+                    "ON CONFLICT(user_id, canonical) DO UPDATE SET kind = excluded.kind RETURNING id",
+                    (user_id, entity.canonical, entity.kind),
+                )[0][0]
+                self._exec("DELETE FROM entity_aliases WHERE entity_id = ?", (entity_id,))
+                self._exec("DELETE FROM memory_entities WHERE entity_id = ?", (entity_id,))
+                for alias in entity.aliases:
+                    self._exec("INSERT INTO entity_aliases(entity_id, alias) VALUES (?, ?)", (entity_id, alias))
+                for memory_id in entity.memory_ids:
+                    self._exec("INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", (memory_id, entity_id))
+
+    def save_reconcile_run(self, run: ReconcileRun) -> None:
+        values = row_values(run, RUN_COLUMNS, RUN_JSON, json.dumps)
+        with self.write():
+            self._exec(
+                f"INSERT INTO reconcile_runs({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) "
+                "ON CONFLICT(id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
+                + " WHERE reconcile_runs.user_id = excluded.user_id",
+                values,
+            )
+
+    def reconcile_runs(self, user_id: str, *, run_id: str | None = None, active: bool = False, limit: int = 1) -> list[ReconcileRun]:
+        where = "user_id = :user" + (" AND id = :id" if run_id is not None else "") + (
+            " AND status IN ('queued', 'running')" if active else "")
+        rows = self._rows(
+            f"SELECT {', '.join(RUN_COLUMNS.values())} FROM reconcile_runs WHERE {where} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT :limit",
+            {"user": user_id, "id": run_id, "limit": limit},
+        )
+        return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, json.loads) for row in rows]
+
+    def save_suggestion(self, suggestion: Suggestion) -> None:
+        values = row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.dumps)
+        with self.write():
+            self._exec(
+                f"INSERT INTO reconcile_suggestions({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) "
+                "ON CONFLICT(id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
+                + " WHERE reconcile_suggestions.user_id = excluded.user_id",
+                values,
+            )
+
+    def suggestions(
+        self, user_id: str, *, status: str | None = None, ids: Sequence[str] = (), keys: Sequence[str] = (),
+        offset: int = 0, limit: int = 100,
+    ) -> tuple[list[Suggestion], int]:
+        where = "user_id = :user" + (" AND status = :status" if status else "") + (
+            " AND id IN (SELECT value FROM json_each(:ids))" if ids else "") + (
+            " AND key IN (SELECT value FROM json_each(:keys))" if keys else "")
+        params = {"user": user_id, "status": status, "ids": json.dumps(list(ids)), "keys": json.dumps(list(keys))}
+        total = int(self._rows(f"SELECT count(*) FROM reconcile_suggestions WHERE {where}", params)[0][0])
+        rows = self._rows(
+            f"SELECT {', '.join(SUGGESTION_COLUMNS.values())} FROM reconcile_suggestions WHERE {where} "
+            "ORDER BY created_at DESC, rowid DESC LIMIT :limit OFFSET :offset",
+            {**params, "limit": limit, "offset": offset},
+        )
+        return [from_row(Suggestion, row, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.loads) for row in rows], total
 
     # -- vectors ---------------------------------------------------------------------------------
     def _meta(self, key: str) -> str | None:
@@ -739,6 +884,188 @@ class SqliteStorage(Storage):
 
     def user_summaries(self, limit: int) -> list[UserSummary]:
         return summarise_users(self._rows(USER_STATES), limit)
+
+    # -- transfer --------------------------------------------------------------------------------
+    def transfer_users(self) -> list[str]:
+        return [r[0] for r in self._rows(TRANSFER_USERS)]
+
+    def user_row_counts(self, user_id: str) -> dict[str, int]:
+        # memory_entities and entity_aliases carry no user_id: reached through their entity.
+        row = self._rows(
+            """SELECT (SELECT count(*) FROM memories WHERE user_id = :u),
+                      (SELECT count(*) FROM memory_events WHERE user_id = :u),
+                      (SELECT count(*) FROM entities WHERE user_id = :u),
+                      (SELECT count(*) FROM entity_aliases a JOIN entities e ON e.id = a.entity_id WHERE e.user_id = :u),
+                      (SELECT count(*) FROM memory_entities me JOIN entities e ON e.id = me.entity_id WHERE e.user_id = :u),
+                      (SELECT count(*) FROM session_docs WHERE user_id = :u),
+                      (SELECT count(*) FROM jobs WHERE user_id = :u),
+                      (SELECT count(*) FROM reconcile_runs WHERE user_id = :u),
+                      (SELECT count(*) FROM reconcile_suggestions WHERE user_id = :u),
+                      (SELECT count(*) FROM memory_recalls WHERE user_id = :u)""",
+            {"u": user_id},
+        )[0]
+        return dict(zip(TRANSFER_KINDS, map(int, row), strict=True))
+
+    def dump_memories(self, user_id: str, after: int, limit: int) -> list[StoredMemory]:
+        rows = self._rows(
+            SELECT_MEMORY.replace(" FROM memories", ", context, embedding, rowid FROM memories")
+            + " WHERE user_id = ? AND rowid > ? ORDER BY rowid LIMIT ?",
+            (user_id, after, limit),
+        )
+        width = len(MEMORY_COLUMNS)
+        return [StoredMemory(self._record(r[:width]), r[width], r[width + 1], r[width + 2]) for r in rows]
+
+    def dump_history(self, user_id: str, after: int, limit: int) -> list[tuple[int, HistoryEntry]]:
+        rows = self._rows(
+            "SELECT id, memory_id, event, at, detail FROM memory_events WHERE user_id = ? AND id > ? ORDER BY id LIMIT ?",
+            (user_id, after, limit),
+        )
+        return [(key, HistoryEntry(m, e, at, json.loads(d))) for key, m, e, at, d in rows]
+
+    def dump_entities(self, user_id: str) -> list[StoredEntity]:
+        entities = self._rows("SELECT id, canonical, kind FROM entities WHERE user_id = ? ORDER BY id", (user_id,))
+        aliases: dict[int, list[str]] = {}
+        for entity_id, alias in self._rows(
+            "SELECT a.entity_id, a.alias FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
+            "WHERE e.user_id = ? ORDER BY a.entity_id, a.alias",
+            (user_id,),
+        ):
+            aliases.setdefault(entity_id, []).append(alias)
+        mentions: dict[int, list[str]] = {}
+        for entity_id, memory_id in self._rows(
+            "SELECT me.entity_id, me.memory_id FROM memory_entities me JOIN entities e ON e.id = me.entity_id "
+            "WHERE e.user_id = ? ORDER BY me.entity_id, me.memory_id",
+            (user_id,),
+        ):
+            mentions.setdefault(entity_id, []).append(memory_id)
+        return [
+            StoredEntity(canonical, kind, tuple(aliases.get(key, ())), tuple(mentions.get(key, ())))
+            for key, canonical, kind in entities
+        ]
+
+    def dump_sessions(self, user_id: str) -> list[tuple[str, str]]:
+        rows = self._rows("SELECT session_id, text FROM session_docs WHERE user_id = ? ORDER BY session_id", (user_id,))
+        return [(session_id, text) for session_id, text in rows]
+
+    def dump_jobs(self, user_id: str) -> list[StoredJob]:
+        rows = self._rows(
+            "SELECT kind, memory_id, payload, CASE status WHEN 'running' THEN 'queued' ELSE status END, attempts, "
+            "run_after, last_error, created_at FROM jobs WHERE user_id = ? ORDER BY id",
+            (user_id,),
+        )
+        return [StoredJob(k, m, json.loads(p), s, a, r, e, c) for k, m, p, s, a, r, e, c in rows]
+
+    def dump_reconcile_runs(self, user_id: str) -> list[ReconcileRun]:
+        rows = self._rows(
+            f"SELECT {', '.join(RUN_COLUMNS.values())} FROM reconcile_runs WHERE user_id = ? ORDER BY created_at, id", (user_id,)
+        )
+        return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, json.loads) for row in rows]
+
+    def dump_suggestions(self, user_id: str) -> list[Suggestion]:
+        rows = self._rows(
+            f"SELECT {', '.join(SUGGESTION_COLUMNS.values())} FROM reconcile_suggestions WHERE user_id = ? ORDER BY created_at, id",
+            (user_id,),
+        )
+        return [from_row(Suggestion, row, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.loads) for row in rows]
+
+    def dump_recalls(self, user_id: str) -> list[tuple[str, float]]:
+        rows = self._rows("SELECT memory_id, at FROM memory_recalls WHERE user_id = ? ORDER BY memory_id", (user_id,))
+        return [(memory_id, float(at)) for memory_id, at in rows]
+
+    def _insert_many(self, sql: str, rows: Sequence[Sequence[Any] | Mapping[str, Any]]) -> None:
+        conn = self._conn()
+        conn.deadline = time.monotonic() + self._query_timeout
+        try:
+            with self._translate():
+                conn.executemany(sql, rows)
+        finally:
+            conn.deadline = float("inf")
+
+    def load_memories(self, user_id: str, memories: Sequence[StoredMemory]) -> None:
+        names = [*MEMORY_COLUMNS, "user_key", "context", "embedding"]
+        key = user_key(user_id)
+        rows = []
+        for stored in memories:
+            if stored.record.user_id != user_id:
+                raise ValueError(f"memory {stored.record.id} belongs to {stored.record.user_id!r}, not {user_id!r}")
+            values = [getattr(stored.record, name) for name in MEMORY_COLUMNS]
+            rows.append([json.dumps(v) if n in JSON_COLUMNS else v for n, v in zip(MEMORY_COLUMNS, values, strict=True)]
+                        + [key, stored.context, stored.embedding])
+        with self.write(user_id):
+            self._insert_many(f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", rows)
+            self._bump(user_id)
+
+    def load_history(self, user_id: str, events: Sequence[HistoryEntry]) -> None:
+        with self.write(user_id):
+            self._insert_many(
+                "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)",
+                [(user_id, e.memory_id, e.event, e.at, json.dumps(e.detail)) for e in events],
+            )
+
+    def load_entities(self, user_id: str, entities: Sequence[StoredEntity]) -> None:
+        with self.write(user_id):
+            for entity in entities:
+                entity_id = self._rows(
+                    "INSERT INTO entities(user_id, canonical, kind) VALUES (?, ?, ?) RETURNING id",
+                    (user_id, entity.canonical, entity.kind),
+                )[0][0]
+                self._insert_many(
+                    "INSERT INTO entity_aliases(entity_id, alias) VALUES (?, ?)", [(entity_id, a) for a in entity.aliases]
+                )
+                self._insert_many(
+                    "INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)",
+                    [(m, entity_id) for m in entity.memory_ids],
+                )
+
+    def load_sessions(self, user_id: str, documents: Sequence[tuple[str, str]]) -> None:
+        with self.write(user_id):
+            self._insert_many(
+                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?)",
+                [(user_id, session_id, user_key(user_id), text) for session_id, text in documents],
+            )
+
+    def load_jobs(self, user_id: str, jobs: Sequence[StoredJob]) -> None:
+        with self.write(user_id):
+            self._insert_many(
+                "INSERT INTO jobs(kind, user_id, memory_id, payload, status, attempts, run_after, last_error, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(j.kind, user_id, j.memory_id, json.dumps(j.payload), j.status, j.attempts, j.run_after, j.last_error,
+                  j.created_at) for j in jobs],
+            )
+
+    def load_reconcile_runs(self, user_id: str, runs: Sequence[ReconcileRun]) -> None:
+        self._load_records(user_id, "reconcile_runs", owned_rows(user_id, runs, RUN_COLUMNS, RUN_JSON, json.dumps))
+
+    def load_suggestions(self, user_id: str, suggestions: Sequence[Suggestion]) -> None:
+        self._load_records(
+            user_id, "reconcile_suggestions", owned_rows(user_id, suggestions, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.dumps)
+        )
+
+    def _load_records(self, user_id: str, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        columns = list(rows[0])
+        with self.write(user_id):
+            self._insert_many(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})", rows)
+
+    def load_recalls(self, user_id: str, recalls: Sequence[tuple[str, float]]) -> None:
+        with self.write(user_id):
+            self._insert_many(
+                "INSERT INTO memory_recalls(user_id, memory_id, at) VALUES (?, ?, ?)", [(user_id, m, at) for m, at in recalls]
+            )
+
+    def transfer_checkpoints(self, source: str) -> set[str]:
+        prefix = transfer_checkpoint_key(source, "")
+        rows = self._rows("SELECT substr(key, ?) FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix) + 1, len(prefix), prefix))
+        return {r[0] for r in rows}
+
+    def set_transfer_checkpoint(self, source: str, user_id: str | None) -> None:
+        with self.write():
+            if user_id is None:
+                prefix = transfer_checkpoint_key(source, "")
+                self._exec("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(prefix), prefix))
+            else:
+                self._set_meta(transfer_checkpoint_key(source, user_id), "loaded")
 
     def file_size(self) -> int:
         """Bytes on disk: the database file plus its WAL."""

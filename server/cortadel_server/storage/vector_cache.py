@@ -130,6 +130,17 @@ class VectorCache:
         change(entry)
         entry.version = version
 
+    def amend(self, user_id: str, version: int, change: Callable[[UserVectors], None] | None) -> None:
+        """Apply one more change of the write that moved the user to ``version`` (which the entry
+        reflects already); an entry at any other version, or a change it cannot replay, is dropped."""
+        entry = self.get(user_id)
+        if entry is None:
+            return
+        if change is None or entry.version != version:
+            self.drop(user_id)
+            return
+        change(entry)
+
     def drop(self, user_id: str) -> None:
         with self._lock:
             old = self._users.pop(user_id, None)

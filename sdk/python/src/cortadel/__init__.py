@@ -6,6 +6,7 @@ names below are the whole public surface; the underscore modules are private.
 """
 
 from ._client import CortadelClient
+from ._curation import Community, MediaFact, MediaResult
 from ._errors import (
     AuthenticationError,
     CortadelError,
@@ -40,6 +41,7 @@ from ._models import (
     SearchOptions,
     SearchResults,
 )
+from ._reconcile import MergeSuggestion, MergeSuggestionList, ReconcileRun, ReconcileStatus
 from ._sync_client import SyncCortadelClient
 from ._version import __version__
 
@@ -50,6 +52,7 @@ __all__ = [
     "BatchMemory",
     "BatchResult",
     "ChatMessage",
+    "Community",
     "ConversationIngestItem",
     "ConversationOptions",
     "ConversationResult",
@@ -62,13 +65,19 @@ __all__ = [
     "HistoryEvent",
     "Instant",
     "ListOptions",
+    "MediaFact",
+    "MediaResult",
     "MemoryCreated",
     "MemoryDetail",
     "MemoryHistory",
     "MemoryList",
     "MemoryListItem",
+    "MergeSuggestion",
+    "MergeSuggestionList",
     "NotFoundError",
     "PermissionDeniedError",
+    "ReconcileRun",
+    "ReconcileStatus",
     "RequestTimeoutError",
     "Retry",
     "SearchHit",

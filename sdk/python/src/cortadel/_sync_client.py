@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
 import httpx
 
+from . import _curation as curation_ops
 from . import _operations as ops
+from . import _reconcile as reconcile_ops
+from ._curation import Community, MediaResult
 from ._errors import CortadelError
 from ._http import DEFAULT_APP_NAME, DEFAULT_TIMEOUT, Endpoint, Retry, finish, translated_transport_errors
 from ._models import (
@@ -29,6 +33,7 @@ from ._models import (
     SearchOptions,
     SearchResults,
 )
+from ._reconcile import MergeSuggestion, MergeSuggestionList, ReconcileRun, ReconcileStatus
 
 if TYPE_CHECKING:  # typing.Self is 3.11+; typing_extensions is needed only by the type checker
     from typing_extensions import Self
@@ -101,6 +106,67 @@ class SyncCortadelClient:
     def delete(self, memory_ids: Iterable[str]) -> str:
         """Delete memories by id; unknown ids are skipped. Returns the server's message."""
         return self._run(ops.delete(self._endpoint.scope, memory_ids))
+
+    def reconcile(self, limit: int | None = None, types: Sequence[str] | None = None) -> ReconcileRun:
+        """*Extra.* Start a reconciliation run in the background (or get the one already running):
+        duplicate entities and stale facts; ``types`` any of ``entities``, ``facts``."""
+        return self._run(reconcile_ops.start(self._endpoint.scope, limit, types))
+
+    def reconcile_status(self, run_id: str | None = None) -> ReconcileStatus:
+        """*Extra.* The latest reconciliation run (or the one named); ``idle`` when there is none."""
+        return self._run(reconcile_ops.status(self._endpoint.scope, run_id))
+
+    def cancel_reconcile_run(self, run_id: str) -> ReconcileRun:
+        """*Extra.* Cancel a queued or running run; what it already applied stays (undo it
+        suggestion by suggestion). A finished run answers 409."""
+        return self._run(reconcile_ops.cancel(self._endpoint.scope, run_id))
+
+    def list_merge_suggestions(self, status: str | None = None, offset: int = 0, limit: int = 50) -> MergeSuggestionList:
+        """*Extra.* Reconciliation suggestions, newest first; ``status`` pending, approved or rejected."""
+        return self._run(reconcile_ops.suggestions(self._endpoint.scope, status, offset, limit))
+
+    def approve_suggestion(self, suggestion_id: str) -> MergeSuggestion:
+        """*Extra.* Apply a pending suggestion (reversibly)."""
+        return self._run(reconcile_ops.decide(self._endpoint.scope, suggestion_id, "approve"))
+
+    def reject_suggestion(self, suggestion_id: str) -> MergeSuggestion:
+        """*Extra.* Reject a pending suggestion; no later run suggests it again."""
+        return self._run(reconcile_ops.decide(self._endpoint.scope, suggestion_id, "reject"))
+
+    def undo_suggestion(self, suggestion_id: str) -> MergeSuggestion:
+        """*Extra.* Undo an applied suggestion: the memories and entities are as they were before it."""
+        return self._run(reconcile_ops.decide(self._endpoint.scope, suggestion_id, "undo"))
+
+    def merge_entities(self, source: str, target: str) -> MergeSuggestion:
+        """*Extra.* Merge entity ``source`` into ``target`` (canonical names), recorded as a
+        suggestion approved by hand, undone like any other."""
+        return self._run(reconcile_ops.merge(self._endpoint.scope, source, target))
+
+    def add_media(
+        self,
+        name: str,
+        *,
+        text: str | None = None,
+        data: bytes | None = None,
+        media_type: str | None = None,
+        caption: str | None = None,
+        project: str | None = None,
+        tags: Sequence[str] | None = None,
+        session_id: str | None = None,
+    ) -> MediaResult:
+        """*Extra.* Remember a document (``text``: plain, Markdown or HTML; ``data``: the file's
+        bytes, e.g. a PDF) as facts that keep their page and offset, or an image (``data``) by its
+        ``caption`` (or one the server's vision model writes). The type comes from ``media_type``,
+        else from ``name``."""
+        return self._run(curation_ops.add_media(
+            self._endpoint.scope, name, text=text, data=data, media_type=media_type, caption=caption,
+            project=project, tags=tags, session_id=session_id,
+        ))
+
+    def communities(self, level: int | None = None) -> builtins.list[Community]:  # `list` is a method here
+        """*Extra.* The user's communities of entities and facts (``level`` 0 or 1, default both),
+        level 0 first, largest first."""
+        return self._run(curation_ops.communities(self._endpoint.scope, level))
 
     def health(self) -> HealthResult:
         """The server's health report; a degraded server (503) is a result, not an error."""

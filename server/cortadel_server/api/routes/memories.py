@@ -211,6 +211,7 @@ async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], servi
             rerank=body.rerank == "cross_encoder",
             token_budget=body.token_budget or None,
             include_session_arm=body.include_session_arm,
+            include_faded=bool(body.include_faded),
         ),
     )
     response = schemas.SearchResponse(query=body.query, results=[render.search_result(h) for h in hits], total=len(hits))
@@ -230,8 +231,8 @@ async def list_memories(
     app_id: Annotated[str | None, Query(description="Only memories written by this app.")] = None,
     categories: Annotated[str | None, Query(description="Comma-separated category names.")] = None,
     search_query: Annotated[str | None, Query(max_length=5000, description="Hybrid search inside the listing: the 1,000 most relevant memories passing the filters, then the rest newest first; total counts them all.")] = None,
-    page: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page number (default 1).")] = 1,
-    size: Annotated[int, Query(ge=1, le=100, description="Page size (default 10, max 100).")] = 10,
+    page: Annotated[schemas.QueryInt, Query(ge=1, le=MAX_PAGE, description="Page number (default 1).")] = 1,
+    size: Annotated[schemas.QueryInt, Query(ge=1, le=100, description="Page size (default 10, max 100).")] = 10,
     include_superseded: Annotated[str | None, Query(description='"true" to include superseded and retracted memories.')] = None,
     as_of: Annotated[str | None, Query(description="Valid time: only facts true at this instant (ISO 8601 or Unix seconds).")] = None,
     known_at: Annotated[str | None, Query(description="Record time: only facts we held at this instant (ISO 8601 or Unix seconds).")] = None,

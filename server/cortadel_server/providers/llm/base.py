@@ -41,7 +41,7 @@ class ChatClient(Protocol):
 
     def complete_json(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         schema: dict[str, Any],
         schema_name: str,
         validate: Callable[[Any], Any] | None = None,

@@ -81,7 +81,7 @@ class OpenAIChatClient:
 
     def complete_json(
         self,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         schema: dict[str, Any],
         schema_name: str,
         validate: Callable[[Any], Any] | None = None,
@@ -110,7 +110,7 @@ class OpenAIChatClient:
             return ChatResult(data=data, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, calls=calls)
 
     def _complete(
-        self, conversation: list[dict[str, str]], schema: dict[str, Any], schema_name: str, deadline: float | None
+        self, conversation: list[dict[str, Any]], schema: dict[str, Any], schema_name: str, deadline: float | None
     ) -> tuple[str | None, int, int]:
         body = {
             "model": self.model,

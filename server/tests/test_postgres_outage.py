@@ -1,0 +1,143 @@
+"""PostgreSQL restarted under a running server: a crash-like stop (``pg_ctl stop -m immediate``)
+in the middle of a burst of writes, on a PostgreSQL of the test's own.
+
+Every write the server acknowledged is stored afterwards, every other one got the contract's 503
+body, and the same server process answers writes again without being restarted.
+
+A write refused while its COMMIT was in flight may be stored all the same (the database died before
+it answered, so the outcome is unknown to the server): the test allows exactly that, no more.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Self
+
+import httpx
+import psycopg
+import pytest
+
+from cortadel_server.testing import ServerProcess
+from cortadel_server.testing_postgres import own_postgres_server, restart, scratch_database
+
+USER = "burst"
+CLIENTS = 4
+#: what a write that met the outage is told (storage/postgres.py, _translate)
+OUTAGE = re.compile(
+    r"database unavailable: .+|no database connection free or reachable within 3 s|query interrupted after 3 s"
+)
+
+
+@pytest.fixture()
+def database() -> Iterator[tuple[Any, str]]:
+    with own_postgres_server() as pg:
+        yield pg, scratch_database("outage", server=pg)
+
+
+class Burst:
+    """CLIENTS threads adding distinct facts back to back, each outcome recorded."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.acknowledged: list[tuple[float, str, str]] = []  # (answered at, text, id)
+        self.refused: list[tuple[str, httpx.Response]] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._run, args=(c,)) for c in range(CLIENTS)]
+
+    def _run(self, client: int) -> None:
+        with httpx.Client(base_url=self.base_url, timeout=30) as http:
+            n = 0
+            while not self._stop.is_set():
+                n += 1
+                text = f"Crate {client}-{n} holds spare part number {client * 10_000 + n}."
+                response = http.post("/api/v1/memories", json={"user_id": USER, "text": text, "infer": False})
+                with self._lock:
+                    if response.status_code == 200 and response.json()["event"] == "ADD":
+                        self.acknowledged.append((time.monotonic(), text, response.json()["id"]))
+                    else:
+                        self.refused.append((text, response))
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.acknowledged)
+
+    def wait_for(self, total: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.count() < total:
+            assert time.monotonic() < deadline, f"only {self.count()} writes acknowledged in {timeout:g} s"
+            time.sleep(0.05)
+
+    def __enter__(self) -> Self:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(60)
+
+
+def stored(url: str) -> dict[str, str]:
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute("SELECT id, text FROM memories WHERE user_id = %s", (USER,)).fetchall())
+
+
+def liveness_locks(url: str) -> int:
+    """Server processes holding their liveness lock (storage/postgres.py, _ALIVE_LOCK)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 3 AND granted").fetchone()
+        return int(row[0]) if row else 0
+
+
+def test_a_postgres_restart_mid_burst_loses_no_acknowledged_write_and_heals(
+    database: tuple[Any, str], tmp_path: Path
+) -> None:
+    pg, url = database
+    server = ServerProcess(tmp_path / "unused.db", env={"CORTADEL_QUERY_TIMEOUT": "3"}, database_url=url)
+    server.start()
+    try:
+        pid = server.pid
+        with Burst(server.base_url) as burst:
+            burst.wait_for(40, timeout=60)
+            restart(pg, down_for=1.0)
+            back = time.monotonic()
+            burst.wait_for(burst.count() + 40, timeout=60)  # the same process writes again
+        after = [a for a in burst.acknowledged if a[0] > back]
+        assert len(after) >= 40
+        assert server.process is not None and server.process.poll() is None and server.pid == pid
+
+        # Every refusal is the contract's 503, naming the outage; at least one write met it.
+        assert burst.refused, "no write met the outage"
+        for _, response in burst.refused:
+            assert response.status_code == 503
+            body = response.json()
+            assert set(body) == {"status", "code", "message", "detail"}
+            assert (body["status"], body["code"], body["detail"]) == (503, "unavailable", None)
+            assert OUTAGE.fullmatch(body["message"]), body["message"]
+
+        # Acknowledged means stored. A refused write may be stored too, when the database died
+        # while it committed (the server cannot know the outcome); sending it again is a duplicate.
+        kept = stored(url)
+        acknowledged = {memory_id: text for _, text, memory_id in burst.acknowledged}
+        assert {memory_id: kept.get(memory_id) for memory_id in acknowledged} == acknowledged
+        assert set(kept.values()) - set(acknowledged.values()) <= {text for text, _ in burst.refused}
+
+        with httpx.Client(base_url=server.base_url, timeout=30) as http:
+            health = http.get("/api/health")
+            assert health.status_code == 200 and health.json()["checks"]["memgraph"]["ok"] is True
+            found = http.post("/api/v1/memories/search", json={"user_id": USER, "query": "spare part 20001", "top_k": 1})
+            assert found.status_code == 200
+            assert found.json()["results"][0]["content"] == "Crate 2-1 holds spare part number 20001."
+        # The job runner took its liveness lock again (it polls every second).
+        deadline = time.monotonic() + 10
+        while liveness_locks(url) != 1:
+            assert time.monotonic() < deadline, "the liveness lock was not taken again"
+            time.sleep(0.2)
+    finally:
+        server.stop()

@@ -1,0 +1,57 @@
+"""SQLite full-text search reads only the searching user's rows: what other users' memories say
+changes neither what a search finds nor its BM25 scores (so not its cost either)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cortadel_server.storage.base import MemoryFilters, MemoryRecord
+from cortadel_server.storage.sqlite import SqliteStorage
+
+TEXTS = [
+    "Ana moved to Lisbon and loves pottery.",
+    "Ana teaches chess in Porto on Tuesdays.",
+    "Bob's sister runs a pottery studio in Lisbon.",
+    "The chess club meets in Porto.",
+]
+#: another user's memories, dense in the same words (and the same words' stems: "moves", "loving")
+CROWD = ["Lisbon pottery chess moves", "Porto loving pottery", "chess chess Lisbon Porto"] * 200
+#: as many memories of as many words (BM25 also weighs a row's length against the average), none of ana's
+STRANGERS = ["Zebras graze very quietly", "Quartz glows green", "Violins hum very softly"] * 200
+
+
+def _store(path: Path, users: dict[str, list[str]]) -> SqliteStorage:
+    store = SqliteStorage(path)
+    vector = np.ones(4, dtype=np.float32) / 2
+    with store.write():
+        for user, texts in users.items():
+            for i, text in enumerate(texts):
+                store.insert_memory(
+                    MemoryRecord(id=f"{user}-{i}", user_id=user, text=text, created_at=1e9 + i, fingerprint=f"{user}{i}",
+                                 session_id=f"{user}-s{i // 2}"),
+                    vector,
+                )
+    return store
+
+
+def test_other_users_words_change_neither_hits_nor_scores(tmp_path: Path) -> None:
+    # BM25 weighs a word by how many rows hold it: counted over every user, the crowd's rows would
+    # lower the weight of ana's words (and make every search walk them).
+    strangers = _store(tmp_path / "strangers.db", {"crowd": STRANGERS, "ana": TEXTS})
+    crowded = _store(tmp_path / "crowded.db", {"crowd": CROWD, "ana": TEXTS})
+    try:
+        for query in ("pottery in Lisbon", "chess Porto", "Who moved?"):
+            expected = strangers.text_search("ana", query, MemoryFilters(), 10)
+            assert expected, query
+            assert crowded.text_search("ana", query, MemoryFilters(), 10) == expected
+            assert crowded.text_search("ana", query, MemoryFilters(include_superseded=True), 10) == expected
+            assert crowded.session_search("ana", query, 10) == strangers.session_search("ana", query, 10)
+        assert [s.id for s in crowded.text_search("ana", "pottery in Lisbon", MemoryFilters(), 10)] == ["ana-0", "ana-2", "ana-1", "ana-3"]
+        assert [s.id for s in crowded.session_search("ana", "chess", 10)] == ["ana-s0", "ana-s1"]
+        assert crowded.text_search("nobody", "pottery", MemoryFilters(), 10) == []
+        assert [s.id for s in crowded.text_search("crowd", "loving", MemoryFilters(), 2)] == ["crowd-4", "crowd-10"]
+    finally:
+        strangers.close()
+        crowded.close()
