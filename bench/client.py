@@ -1,4 +1,4 @@
-"""A thin asynchronous client for the six Cortadel REST operations the harnesses use.
+"""A thin asynchronous client for the Cortadel REST operations the harnesses use.
 
     async with BenchClient(server.base_url) as api:
         created = await api.add("alice", "Alice: I moved to Lisbon.", infer=False, metadata={"dia_id": "D1:3"})
@@ -91,6 +91,13 @@ class BenchClient:
 
     async def get(self, user_id: str, memory_id: str) -> dict[str, Any]:
         return await self._call("GET", f"{MEMORIES}/{memory_id}", params={"user_id": user_id}, read=True)
+
+    async def communities(self, user_id: str, *, level: int | None = None) -> tuple[list[dict[str, Any]], float]:
+        """The user's communities (a Cortadel extension), and the wall-clock seconds of the request."""
+        params: dict[str, Any] = {"user_id": user_id} if level is None else {"user_id": user_id, "level": level}
+        started = time.perf_counter()
+        payload = await self._call("GET", "/api/v1/communities", params=params, read=True)
+        return payload["communities"], time.perf_counter() - started
 
     async def list_all(self, user_id: str, *, size: int = 100) -> AsyncIterator[dict[str, Any]]:
         """Every current memory of a user, newest first, walking the pages."""

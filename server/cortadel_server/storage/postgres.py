@@ -710,13 +710,7 @@ class PostgresStorage(Storage):
                                (user_id, memory_id, entity_id))
 
     def save_reconcile_run(self, run: ReconcileRun) -> None:
-        values = row_values(run, RUN_COLUMNS, RUN_JSON, Jsonb)
-        self._rows(
-            run.user_id,
-            f"INSERT INTO reconcile_runs({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))}) "
-            "ON CONFLICT(user_id, id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c not in ("id", "user_id")),
-            list(values.values()),
-        )
+        self._upsert_owned("reconcile_runs", run.user_id, row_values(run, RUN_COLUMNS, RUN_JSON, Jsonb))
 
     def reconcile_runs(self, user_id: str, *, run_id: str | None = None, active: bool = False, limit: int = 1) -> list[ReconcileRun]:
         where = "user_id = %s" + (" AND id = %s" if run_id is not None else "") + (
@@ -729,10 +723,13 @@ class PostgresStorage(Storage):
         return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, lambda v: v) for row in rows]
 
     def save_suggestion(self, suggestion: Suggestion) -> None:
-        values = row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, Jsonb)
+        self._upsert_owned("reconcile_suggestions", suggestion.user_id, row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, Jsonb))
+
+    def _upsert_owned(self, table: str, user_id: str, values: dict[str, Any]) -> None:
+        """Insert the row, or update the user's row with its id (the key includes the user)."""
         self._rows(
-            suggestion.user_id,
-            f"INSERT INTO reconcile_suggestions({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))}) "
+            user_id,
+            f"INSERT INTO {table}({', '.join(values)}) VALUES ({', '.join(['%s'] * len(values))}) "
             "ON CONFLICT(user_id, id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c not in ("id", "user_id")),
             list(values.values()),
         )

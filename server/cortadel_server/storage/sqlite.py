@@ -751,14 +751,7 @@ class SqliteStorage(Storage):
                     self._exec("INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", (memory_id, entity_id))
 
     def save_reconcile_run(self, run: ReconcileRun) -> None:
-        values = row_values(run, RUN_COLUMNS, RUN_JSON, json.dumps)
-        with self.write():
-            self._exec(
-                f"INSERT INTO reconcile_runs({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) "
-                "ON CONFLICT(id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
-                + " WHERE reconcile_runs.user_id = excluded.user_id",
-                values,
-            )
+        self._upsert_owned("reconcile_runs", row_values(run, RUN_COLUMNS, RUN_JSON, json.dumps))
 
     def reconcile_runs(self, user_id: str, *, run_id: str | None = None, active: bool = False, limit: int = 1) -> list[ReconcileRun]:
         where = "user_id = :user" + (" AND id = :id" if run_id is not None else "") + (
@@ -771,12 +764,15 @@ class SqliteStorage(Storage):
         return [from_row(ReconcileRun, row, RUN_COLUMNS, RUN_JSON, json.loads) for row in rows]
 
     def save_suggestion(self, suggestion: Suggestion) -> None:
-        values = row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.dumps)
+        self._upsert_owned("reconcile_suggestions", row_values(suggestion, SUGGESTION_COLUMNS, SUGGESTION_JSON, json.dumps))
+
+    def _upsert_owned(self, table: str, values: dict[str, Any]) -> None:
+        """Insert the row, or update the one with its id — only while it belongs to the same user."""
         with self.write():
             self._exec(
-                f"INSERT INTO reconcile_suggestions({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) "
+                f"INSERT INTO {table}({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) "
                 "ON CONFLICT(id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in values if c != "id")
-                + " WHERE reconcile_suggestions.user_id = excluded.user_id",
+                + f" WHERE {table}.user_id = excluded.user_id",
                 values,
             )
 
