@@ -29,13 +29,22 @@ def endpoints(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
 
 
 def operation_of(routes: Sequence[BaseRoute], scope: Scope) -> str:
+    """The operation the request was routed to (the router leaves the route in the scope); for a
+    request refused before routing (401, 413), the route it would have reached."""
+    routed = scope.get("route")
+    if isinstance(routed, BaseRoute):
+        return _name(routed)
     for route in endpoints(routes):
         match, _ = route.matches(scope)
         if match is Match.FULL:
-            if isinstance(route, APIRoute) and route.operation_id:
-                return route.operation_id
-            return str(getattr(route, "name", None) or "unnamed")
+            return _name(route)
     return "unmatched"
+
+
+def _name(route: BaseRoute) -> str:
+    if isinstance(route, APIRoute) and route.operation_id:
+        return route.operation_id
+    return str(getattr(route, "name", None) or "unnamed")
 
 
 class RequestMetricsMiddleware:
