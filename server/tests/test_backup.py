@@ -5,16 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Self
 
 import httpx
+from support.write_burst import WriteBurst
 
 from cortadel_server.testing import ServerProcess, running_server
 
-WRITERS = 4
+#: four writers, each its own user
+USERS = [f"burst-{n}" for n in range(4)]
 
 
 def cortadel(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
@@ -24,62 +24,19 @@ def cortadel(*args: str, data: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-class WriteBurst:
-    """Threads adding memories over HTTP until stopped; each acknowledged write with the instant of its answer."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.acknowledged: list[tuple[float, str, str]] = []  # (answered at, user, memory id)
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._write, args=(n,)) for n in range(WRITERS)]
-
-    def _write(self, writer: int) -> None:
-        user = f"burst-{writer}"
-        with httpx.Client(base_url=self.base_url, timeout=30) as api:
-            n = 0
-            while not self._stop.is_set():
-                body = {"user_id": user, "text": f"Writer {writer} note {n}: the code word is w{writer}n{n}.", "infer": False}
-                response = api.post("/api/v1/memories", json=body)
-                answered = time.monotonic()
-                if response.status_code != 200 or response.json()["event"] != "ADD":
-                    self.failures.append(response.text)
-                else:
-                    with self._lock:
-                        self.acknowledged.append((answered, user, response.json()["id"]))
-                n += 1
-
-    def __enter__(self) -> Self:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.acknowledged)
-
-
 def test_a_backup_during_a_write_burst_holds_every_write_acknowledged_before_it(tmp_path: Path) -> None:
     live = tmp_path / "live.db"
     backup = tmp_path / "backups" / "cortadel-backup.db"
     backup.parent.mkdir()
-    with running_server(data=live) as server, WriteBurst(server.base_url) as burst:
-        while burst.count() < 100:
-            time.sleep(0.05)
+    with running_server(data=live) as server, WriteBurst(server.base_url, USERS) as burst:
+        burst.wait_for(100, timeout=120)
         backup_started = time.monotonic()
         made = cortadel("backup", str(backup), data=live)
         written_during = burst.count()
-        while burst.count() < written_during + 20:  # writes went on; some more after the copy
-            time.sleep(0.05)
+        burst.wait_for(written_during + 20, timeout=120)  # writes went on; some more after the copy
     assert made.returncode == 0, made.stderr
-    assert burst.failures == []
-    before = [(user, mid) for at, user, mid in burst.acknowledged if at < backup_started]
+    assert burst.refused == []
+    before = [(a.user_id, a.memory_id) for a in burst.acknowledged if a.answered_at < backup_started]
     assert len(before) >= 100
     assert sorted(backup.parent.iterdir()) == [backup]  # no partial file, no WAL beside the copy
 
@@ -93,13 +50,13 @@ def test_a_backup_during_a_write_burst_holds_every_write_acknowledged_before_it(
     try:
         with httpx.Client(base_url=restarted.base_url, timeout=30) as api:
             missing = [(u, m) for u, m in before if api.get(f"/api/v1/memories/{m}", params={"user_id": u}).status_code != 200]
-            total = sum(api.get("/api/v1/memories", params={"user_id": f"burst-{n}", "size": 1}).json()["total"] for n in range(WRITERS))
+            total = sum(api.get("/api/v1/memories", params={"user_id": user, "size": 1}).json()["total"] for user in USERS)
     finally:
         restarted.stop()
     assert missing == []
     # One snapshot, taken during the backup: nothing answered after it ended (but the few writes
     # then in flight, one per writer) is in it, while the server kept writing past it.
-    assert len(before) <= total <= written_during + WRITERS < len(burst.acknowledged)
+    assert len(before) <= total <= written_during + len(USERS) < len(burst.acknowledged)
     assert f'"memories": {total}' in done.stdout
 
 

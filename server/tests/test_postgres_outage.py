@@ -11,15 +11,15 @@ it answered, so the outcome is unknown to the server): the test allows exactly t
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from support.write_burst import WriteBurst
 
 from cortadel_server.testing import ServerProcess
 from cortadel_server.testing_postgres import own_postgres_server, restart, scratch_database
@@ -36,51 +36,6 @@ OUTAGE = re.compile(
 def database() -> Iterator[tuple[Any, str]]:
     with own_postgres_server() as pg:
         yield pg, scratch_database("outage", server=pg)
-
-
-class Burst:
-    """CLIENTS threads adding distinct facts back to back, each outcome recorded."""
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.acknowledged: list[tuple[float, str, str]] = []  # (answered at, text, id)
-        self.refused: list[tuple[str, httpx.Response]] = []
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._threads = [threading.Thread(target=self._run, args=(c,)) for c in range(CLIENTS)]
-
-    def _run(self, client: int) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=30) as http:
-            n = 0
-            while not self._stop.is_set():
-                n += 1
-                text = f"Crate {client}-{n} holds spare part number {client * 10_000 + n}."
-                response = http.post("/api/v1/memories", json={"user_id": USER, "text": text, "infer": False})
-                with self._lock:
-                    if response.status_code == 200 and response.json()["event"] == "ADD":
-                        self.acknowledged.append((time.monotonic(), text, response.json()["id"]))
-                    else:
-                        self.refused.append((text, response))
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.acknowledged)
-
-    def wait_for(self, total: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.count() < total:
-            assert time.monotonic() < deadline, f"only {self.count()} writes acknowledged in {timeout:g} s"
-            time.sleep(0.05)
-
-    def __enter__(self) -> Self:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(60)
 
 
 def stored(url: str) -> dict[str, str]:
@@ -103,12 +58,12 @@ def test_a_postgres_restart_mid_burst_loses_no_acknowledged_write_and_heals(
     server.start()
     try:
         pid = server.pid
-        with Burst(server.base_url) as burst:
+        with WriteBurst(server.base_url, [USER] * CLIENTS) as burst:
             burst.wait_for(40, timeout=60)
             restart(pg, down_for=1.0)
             back = time.monotonic()
             burst.wait_for(burst.count() + 40, timeout=60)  # the same process writes again
-        after = [a for a in burst.acknowledged if a[0] > back]
+        after = [a for a in burst.acknowledged if a.answered_at > back]
         assert len(after) >= 40
         assert server.process is not None and server.process.poll() is None and server.pid == pid
 
@@ -124,16 +79,16 @@ def test_a_postgres_restart_mid_burst_loses_no_acknowledged_write_and_heals(
         # Acknowledged means stored. A refused write may be stored too, when the database died
         # while it committed (the server cannot know the outcome); sending it again is a duplicate.
         kept = stored(url)
-        acknowledged = {memory_id: text for _, text, memory_id in burst.acknowledged}
+        acknowledged = {a.memory_id: a.text for a in burst.acknowledged}
         assert {memory_id: kept.get(memory_id) for memory_id in acknowledged} == acknowledged
         assert set(kept.values()) - set(acknowledged.values()) <= {text for text, _ in burst.refused}
 
         with httpx.Client(base_url=server.base_url, timeout=30) as http:
             health = http.get("/api/health")
             assert health.status_code == 200 and health.json()["checks"]["memgraph"]["ok"] is True
-            found = http.post("/api/v1/memories/search", json={"user_id": USER, "query": "spare part 20001", "top_k": 1})
+            found = http.post("/api/v1/memories/search", json={"user_id": USER, "query": "code word w2n1", "top_k": 1})
             assert found.status_code == 200
-            assert found.json()["results"][0]["content"] == "Crate 2-1 holds spare part number 20001."
+            assert found.json()["results"][0]["content"] == "Writer 2 note 1: the code word is w2n1."
         # The job runner took its liveness lock again (it polls every second).
         deadline = time.monotonic() + 10
         while liveness_locks(url) != 1:
