@@ -32,9 +32,12 @@ node_modules/.installed: package-lock.json package.json sdk/typescript/package.j
 	npm ci --no-audit --no-fund --prefix tools/node22
 	touch $@
 
-# Each Python project runs under its own rootdir and settings.
+# Each Python project runs under its own rootdir and settings. The server's tests run in two
+# processes (pytest-xdist): the PostgreSQL half in one, in order, so its SQL audit sees every
+# statement (server/tests/conftest.py), the rest in the other; SERVER_TEST_WORKERS=0 runs them in one.
+SERVER_TEST_WORKERS ?= 2
 test-python: $(VENV)/.installed
-	cd server && ../$(BIN)/ruff check . && ../$(BIN)/mypy && ../$(BIN)/python -m pytest
+	cd server && ../$(BIN)/ruff check . && ../$(BIN)/mypy && ../$(BIN)/python -m pytest -n $(SERVER_TEST_WORKERS) --dist loadgroup
 	cd sdk/python && ../../$(BIN)/ruff check . && ../../$(BIN)/mypy && ../../$(BIN)/python -m pytest
 	$(BIN)/ruff check bench
 	$(BIN)/python -m pytest bench/tests

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from cortadel_server import testing_postgres
 from cortadel_server.testing import BACKENDS, ServerProcess, database_for, running_server
 
 AUTH_SECRET = "test-secret-please-change"
@@ -43,6 +44,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(trylast=True)  # after pytest has grouped the tests by backend
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name == AUDIT_MODULE)  # stable: every other test keeps its place
+    # Run in parallel (`-n 2 --dist loadgroup`, as `make test` does), every test that talks to the
+    # process's PostgreSQL goes to one worker, in this order, so the audit there reads them all.
+    for item in items:
+        if _on_postgres(item):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+
+
+def _on_postgres(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("backend") if callspec is not None else None
+    if backend is not None:
+        return bool(backend == "postgres")
+    module = getattr(item, "module", None)  # a module that makes databases of its own there
+    return module is not None and any(
+        getattr(value, "__module__", None) == testing_postgres.__name__ for value in vars(module).values()
+    )
 
 
 @pytest.fixture(scope="session")
@@ -50,9 +67,7 @@ def backend(request: pytest.FixtureRequest) -> str:
     """The storage backend of this test's servers: "sqlite" or "postgres"."""
     name: str = request.param
     if name == "postgres":
-        from cortadel_server.testing_postgres import record_statements
-
-        record_statements()
+        testing_postgres.record_statements()
     return name
 
 

@@ -8,6 +8,8 @@ started in the past write into the same file a server of today then searches.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +37,20 @@ def search(base: str, query: str, **extra: Any) -> list[dict[str, Any]]:
     return list(response.json()["results"])
 
 
-def written_at(data: Path, url: str | None, offset_days: str, texts: list[str]) -> list[str]:
-    """Start a server whose clock runs ``offset_days`` off, write the texts verbatim, stop it."""
-    server = ServerProcess(data, {**HALF_LIFE, "CORTADEL_CLOCK_OFFSET_DAYS": offset_days}, database_url=url)
+@contextmanager
+def serving(data: Path, url: str | None, env: dict[str, str]) -> Iterator[str]:
+    """A server on the test's store (``data`` or ``url``) with ``env``; its base URL."""
+    server = ServerProcess(data, env, database_url=url)
     server.start()
     try:
-        return [add(server.base_url, text)["id"] for text in texts]
+        yield server.base_url
     finally:
         server.stop()
+
+
+def days_ago(days: int) -> dict[str, str]:
+    """A fading server whose clock runs ``days`` behind: what it writes is that old today."""
+    return {**HALF_LIFE, "CORTADEL_CLOCK_OFFSET_DAYS": str(-days)}
 
 
 def search_memory_text(base: str, arguments: dict[str, Any]) -> str:
@@ -61,20 +69,14 @@ def search_memory_text(base: str, arguments: dict[str, Any]) -> str:
 def test_unseen_memories_fade_and_a_recall_or_a_touch_brings_them_back(tmp_path: Path, backend: str) -> None:
     data = tmp_path / "cortadel.db"
     url = database_for(backend)  # one database for every server of the test (None: the SQLite file)
-    fern, printer = written_at(data, url, "-60", ["The office plant is a fern.", "The office printer is on floor two."])
-    (lamp,) = written_at(data, url, "-7", ["The office lamp is blue."])
-    old = ServerProcess(data, {**HALF_LIFE, "CORTADEL_CLOCK_OFFSET_DAYS": "-60"}, database_url=url)
-    old.start()
-    try:
-        paris = add(old.base_url, "I live in Paris.", infer=True)
+    with serving(data, url, days_ago(60)) as old:
+        fern, printer = (add(old, t)["id"] for t in ["The office plant is a fern.", "The office printer is on floor two."])
+        paris = add(old, "I live in Paris.", infer=True)
         assert (paris["event"], paris["content"]) == ("ADD", "User lives in Paris.")
-    finally:
-        old.stop()
+    with serving(data, url, days_ago(7)) as week_old:
+        lamp = add(week_old, "The office lamp is blue.")["id"]
 
-    server = ServerProcess(data, HALF_LIFE, database_url=url)
-    server.start()
-    try:
-        base = server.base_url
+    with serving(data, url, HALF_LIFE) as base:
         dog = add(base, "The office dog is called Rex.")["id"]
 
         # 60 days unseen weigh 0.5 ** (60 / 7) = 0.0026 < 0.1: hidden. 7 days weigh one half.
@@ -93,25 +95,15 @@ def test_unseen_memories_fade_and_a_recall_or_a_touch_brings_them_back(tmp_path:
             weight = next(r["attributes"]["fade_weight"] for r in every if r["id"] == memory_id)
             assert abs(weight - faded_weight) < 0.0001
 
-    finally:
-        server.stop()
-
 
 def test_a_recall_and_a_touch_each_refresh_one_memory(tmp_path: Path, backend: str) -> None:
     data = tmp_path / "cortadel.db"
     url = database_for(backend)  # one database for every server of the test (None: the SQLite file)
-    fern, printer = written_at(data, url, "-60", ["The office plant is a fern.", "The office printer is on floor two."])
-    old = ServerProcess(data, {**HALF_LIFE, "CORTADEL_CLOCK_OFFSET_DAYS": "-60"}, database_url=url)
-    old.start()
-    try:
-        paris = add(old.base_url, "I live in Paris.", infer=True)["id"]
-    finally:
-        old.stop()
+    with serving(data, url, days_ago(60)) as old:
+        fern, printer = (add(old, t)["id"] for t in ["The office plant is a fern.", "The office printer is on floor two."])
+        paris = add(old, "I live in Paris.", infer=True)["id"]
 
-    server = ServerProcess(data, HALF_LIFE, database_url=url)
-    server.start()
-    try:
-        base = server.base_url
+    with serving(data, url, HALF_LIFE) as base:
         assert search(base, "office") == []
         # Recalled: one search that asks for the faded returns the printer, which counts as seen now.
         (recalled,) = search(base, "printer on floor two", include_faded=True, top_k=1)
@@ -130,17 +122,11 @@ def test_a_recall_and_a_touch_each_refresh_one_memory(tmp_path: Path, backend: s
         # MCP: includeFaded is the same switch.
         assert fern not in search_memory_text(base, {"query": "fern plant", "topK": 5})
         assert f"[{fern}]" in search_memory_text(base, {"query": "fern plant", "topK": 5, "includeFaded": True})
-    finally:
-        server.stop()
 
     # Without fading (the default) every memory is found and include_faded changes nothing.
-    plain = ServerProcess(data, database_url=url)
-    plain.start()
-    try:
-        default = search(plain.base_url, "office", top_k=10)
+    with serving(data, url, {}) as plain:
+        default = search(plain, "office", top_k=10)
         assert {r["id"] for r in default} == {fern, printer, paris}
         assert all("fade_weight" not in r["attributes"] for r in default)
-        asked = search(plain.base_url, "office", top_k=10, include_faded=True)
+        asked = search(plain, "office", top_k=10, include_faded=True)
         assert [(r["id"], r["rrf_score"]) for r in asked] == [(r["id"], r["rrf_score"]) for r in default]
-    finally:
-        plain.stop()

@@ -142,8 +142,8 @@ async def test_browsing_and_listing_page_alike(server: ServerProcess) -> None:
 async def test_a_listing_with_a_query_pages_through_every_memory(server: ServerProcess) -> None:
     user = new_user()
     texts = [f"Note {i}: {'tea' if i % 3 == 0 else 'coffee'} with {'cake' if i % 2 else 'bread'}." for i in range(230)]
-    for text in texts:
-        rest(server, "POST", "", json={"user_id": user, "text": text, "infer": False})
+    written = rest(server, "POST", "/batch", json={"user_id": user, "memories": [{"text": t, "infer": False} for t in texts]})
+    assert [m["event"] for m in written["memories"]] == ["ADD"] * 230
     seen: list[str] = []
     page = 1
     while True:
