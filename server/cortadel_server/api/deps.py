@@ -3,6 +3,9 @@
 Authorization is one of them: a route takes its body as ``Authorized[Model]`` or its user as
 ``QueryUser`` / ``QueryUserOrKey``, and the dependency has already checked that the request's key
 may act for that user (403 otherwise) — no route has a call to remember.
+
+Every dependency is ``async def``: FastAPI runs a plain ``def`` dependency on a worker thread, and
+these do no I/O, so each would cost a thread hand-off and back per request (two on a search).
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ def get_service(request: Request) -> MemoryService:
     return cast(MemoryService, request.app.state.service)
 
 
-Service = Annotated[MemoryService, Depends(get_service)]
+async def _service(request: Request) -> MemoryService:
+    return get_service(request)
+
+
+Service = Annotated[MemoryService, Depends(_service)]
 
 
 def key_user(request: Request) -> str | None:
@@ -65,7 +72,11 @@ def authorize_user_or_admin(request: Request, user_id: str) -> str:
     return authorize(request, user_id)
 
 
-AdminOnly = Depends(require_admin)
+async def _admin_only(request: Request) -> None:
+    require_admin(request)
+
+
+AdminOnly = Depends(_admin_only)
 
 
 class _ForUser(Protocol):
@@ -76,7 +87,7 @@ Body = TypeVar("Body", bound=_ForUser)
 
 
 def _authorized_body(model: type[Body]) -> Any:
-    def authorized_body(request: Request, body: Any) -> Body:
+    async def authorized_body(request: Request, body: Any) -> Body:
         authorize(request, body.user_id)
         return cast(Body, body)
 
@@ -100,11 +111,11 @@ else:
             return _authorized_body(model)
 
 
-def _query_user(request: Request, user_id: Annotated[str, Query(min_length=1, description="User identifier.")]) -> str:
+async def _query_user(request: Request, user_id: Annotated[str, Query(min_length=1, description="User identifier.")]) -> str:
     return authorize(request, user_id)
 
 
-def _query_user_or_key(
+async def _query_user_or_key(
     request: Request,
     user_id: Annotated[str | None, Query(description="User identifier (falls back to the API key's user).")] = None,
 ) -> str:

@@ -70,27 +70,36 @@ def detail(m: MemoryRecord) -> schemas.MemoryDetailResponse:
     return schemas.MemoryDetailResponse(text=m.text, transcript_path=m.transcript_path, **_record_fields(m))
 
 
-def search_result(hit: Hit) -> schemas.HybridSearchResult:
+def search_response(query: str, hits: list[Hit]) -> dict[str, Any]:
+    """The search answer as ``schemas.SearchResponse.model_dump(by_alias=True)`` gives it, built as
+    plain dicts: building and dumping the models cost more than the rest of the HTTP layer
+    (tests/test_search_render.py holds the two equal)."""
+    return {"query": query, "results": [search_result(h) for h in hits], "total": len(hits)}
+
+
+def search_result(hit: Hit) -> dict[str, Any]:
+    """One ``schemas.HybridSearchResult``, by its wire names, in its field order."""
     m = hit.memory
-    return schemas.HybridSearchResult(
-        id=m.id,
-        content=m.text,
-        rrf_score=hit.score,
-        created_at=iso(m.created_at),
-        app_name=m.app_name,
-        categories=m.categories,
-        memory_type=m.memory_type,
-        tags=m.tags,
-        source=m.metadata.get("source") if isinstance(m.metadata.get("source"), str) else None,
-        global_=False,  # type: ignore[call-arg]  # populate_by_name: the field name, "global" on the wire
-        gist=m.gist,
-        project_id=m.project,
-        member_ids=[],
-        similar_ids=[],
-        text_rank=hit.ranks.get("text"),
-        vector_rank=hit.ranks.get("vector"),
-        attributes=hit.attributes,
-    )
+    source = m.metadata.get("source")
+    return {
+        "id": m.id,
+        "content": m.text,
+        "rrf_score": float(hit.score),
+        "created_at": iso(m.created_at),
+        "app_name": m.app_name,
+        "categories": m.categories,
+        "memory_type": m.memory_type,
+        "tags": m.tags,
+        "source": source if isinstance(source, str) else None,
+        "global": False,
+        "gist": m.gist,
+        "project_id": m.project,
+        "member_ids": [],
+        "similar_ids": [],
+        "text_rank": hit.ranks.get("text"),
+        "vector_rank": hit.ranks.get("vector"),
+        "attributes": hit.attributes,
+    }
 
 
 def history(memory_id: str, entries: list[HistoryEntry]) -> schemas.MemoryHistoryResponse:

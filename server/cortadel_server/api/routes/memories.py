@@ -214,8 +214,7 @@ async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], servi
             include_faded=bool(body.include_faded),
         ),
     )
-    response = schemas.SearchResponse(query=body.query, results=[render.search_result(h) for h in hits], total=len(hits))
-    return JSONResponse(response.model_dump(by_alias=True))
+    return JSONResponse(render.search_response(body.query, hits))
 
 
 @router.get(
