@@ -31,6 +31,7 @@ from cortadel_server.retrieval.stages import (
     add_neighbours,
     spread_sessions,
     weigh_questions,
+    weigh_speaker,
 )
 from cortadel_server.storage.base import (
     EntityMention,
@@ -152,6 +153,30 @@ def test_weigh_questions_lowers_memories_that_ask() -> None:
     texts = {"q": "Where did you go for the workshop?", "s": "We went to Lisbon."}
     assert weigh_questions(fused, texts, 0.8) == [("s", 0.9), ("unknown", 0.85), ("q", 0.8)]
     assert weigh_questions(fused, texts, 1.0) == fused
+
+
+def test_replies_only_lends_from_a_question_to_the_memory_after_it() -> None:
+    fused = [("q", 1.0), ("s", 0.9), ("q2", 0.5)]
+    sessions = {"q": "s1", "s": "s1", "q2": "s2"}
+    members = {"s1": ["a", "q", "r", "s", "t"], "s2": ["q2"]}
+    texts = {"q": "Mel: What did you paint?", "s": "Caroline: A sunset.", "q2": "Mel: And then?"}
+    config = NeighbourConfig(depth=3, window=1, share=0.3, replies_only=True)
+    out, lent = add_neighbours(fused, sessions, members, config, texts)
+    # Only the question lends, only forward ("a" before it gets nothing); "s" states, so "t" gets
+    # nothing; "q2" asks but is the last of its session.
+    assert out == [("q", 1.0), ("s", 0.9), ("q2", 0.5), ("r", pytest.approx(0.3))]
+    assert lent == {"r": "q"}
+    # A reply already found adds the share to its own score.
+    out, _ = add_neighbours([("q", 1.0), ("r", 0.5)], sessions, members, config, texts)
+    assert out == [("q", 1.0), ("r", pytest.approx(0.8))]
+
+
+def test_weigh_speaker_raises_what_the_asked_about_person_said() -> None:
+    fused = [("m", 1.0), ("c", 0.9), ("x", 0.5)]
+    texts = {"m": "Melanie: Thanks, Caroline!", "c": "Caroline: I went to the support group.", "x": "Caroline went too."}
+    assert weigh_speaker(fused, texts, "Caroline", 1.2) == [("c", pytest.approx(1.08)), ("m", 1.0), ("x", 0.5)]
+    assert weigh_speaker(fused, texts, None, 1.2) == fused
+    assert weigh_speaker(fused, texts, "Melanie", 1.2) == [("m", pytest.approx(1.2)), ("c", 0.9), ("x", 0.5)]
 
 
 # -- session documents (storage) --------------------------------------------------------------------
@@ -356,3 +381,23 @@ def test_default_recipe_prefers_a_statement_to_an_equally_matching_question(stor
     after = {h.memory.id: h.attributes["fusion_score"] for h in hits}
     assert after[question] == pytest.approx(0.8 * before[question])
     assert after[statement] == pytest.approx(before[statement])
+
+
+def test_default_recipe_lifts_the_reply_of_the_asked_about_person(store: SqliteStorage, embedder: WordLlamaEmbedder, writer: Writer) -> None:
+    writer.add("u", "Melanie: The kids loved the beach trip last weekend.", "s1")
+    asked = writer.add("u", "Melanie: What motivated you to pursue counseling, Caroline?", "s1")
+    reply = writer.add("u", "Caroline: My own journey and the support I got made a huge difference.", "s1")
+    writer.add("u", "Melanie: Counseling sounds like hard work.", "s2")
+    writer.add("u", "Caroline: I bought new running shoes.", "s2")
+    query = SearchRequest("u", "What motivated Caroline to pursue counseling?")
+    retriever = Retriever(store, embedder)
+    hits = retriever.search(query)
+    assert [h.memory.id for h in hits][:2] == [reply, asked]
+    assert hits[0].attributes["context_of"] == asked and "context_of" not in hits[1].attributes
+    # Without the reply lending and the speaker weighting the question stays first.
+    before = retriever.search(query, dataclasses.replace(HYBRID, neighbours=None, speaker_weight=1.0))
+    assert [h.memory.id for h in before][:2] == [asked, reply]
+    fused = {h.memory.id: h.attributes["fusion_score"] for h in before}
+    # The question's score before its own weighting (0.8) lends 0.3; the reply is Caroline's: x 1.2.
+    assert hits[0].attributes["fusion_score"] == pytest.approx((fused[reply] + 0.3 * fused[asked] / 0.8) * 1.2)
+    assert hits[1].attributes["fusion_score"] == pytest.approx(fused[asked])

@@ -18,8 +18,11 @@ def describe(config: SearchConfig) -> tuple[str, str]:
                        for a in config.arms)]
     if config.question_weight != 1.0:
         parts.append(f"questions weighted {config.question_weight:g}")
+    if config.speaker_weight != 1.0:
+        parts.append(f"the asked-about speaker weighted {config.speaker_weight:g}")
     if config.neighbours is not None:
-        parts.append(f"neighbour context (depth {config.neighbours.depth}, share {config.neighbours.share:g})")
+        kind = "replies to questions" if config.neighbours.replies_only else "neighbour context"
+        parts.append(f"{kind} (depth {config.neighbours.depth}, share {config.neighbours.share:g})")
     if config.session_decay is not None:
         parts.append(f"session spread {config.session_decay:g}")
     return "; ".join(parts), "score-aware" if config.fusion is Fusion.SCORE else "weighted RRF"

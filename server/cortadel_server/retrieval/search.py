@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from cortadel_server.curation.fading import Fading
+from cortadel_server.language.speakers import asked_about
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.retrieval.arms import ARMS, Arm, ArmConfig, ArmContext
@@ -32,8 +33,10 @@ from cortadel_server.retrieval.request import SearchRequest
 from cortadel_server.retrieval.stages import (
     NeighbourConfig,
     add_neighbours,
+    is_question,
     spread_sessions,
     weigh_questions,
+    weigh_speaker,
 )
 from cortadel_server.storage.base import MemoryRecord, ScoredId, Storage
 
@@ -71,6 +74,8 @@ class SearchConfig:
     session_decay: float | None = None
     #: score factor of memories that end in a question, over the head (1.0: off); see weigh_questions
     question_weight: float = 1.0
+    #: score factor of memories said by the person the query asks about, over the head (1.0: off); see weigh_speaker
+    speaker_weight: float = 1.0
     #: the session arm's settings when a request asks for it and the recipe has none
     session_arm: ArmConfig = ArmConfig(Arm.SESSION, weight=0.2)  # noqa: RUF009 - frozen, so sharing it is safe
 
@@ -87,12 +92,15 @@ class SearchConfig:
 #: The default. Measured on LoCoMo (dev half, raw turns with session ids; see docs/benchmarks.md):
 #: score-aware fusion keeps BM25's margin where equal-weight RRF let the weaker vector arm drag
 #: good hits down; the session arm adds the episode around the words that matched; a memory that
-#: ends in a question is weaker evidence than a statement. Neighbour context stays available by
-#: config: with the context column in the text index it no longer paid.
+#: ends in a question is weaker evidence than a statement, but the reply written after it often is
+#: the answer, so it lends the reply a share; a question about a person is answered by what that
+#: person said. Neighbour context in both directions did not pay once the context column was in.
 HYBRID = SearchConfig(
     arms=(ArmConfig(Arm.TEXT), ArmConfig(Arm.VECTOR, weight=0.1), ArmConfig(Arm.SESSION, weight=0.2)),
     fusion=Fusion.SCORE,
     question_weight=0.8,
+    neighbours=NeighbourConfig(depth=10, window=1, share=0.3, replies_only=True),
+    speaker_weight=1.2,
 )
 TEXT_ONLY = SearchConfig(arms=(ArmConfig(Arm.TEXT),))
 VECTOR_ONLY = SearchConfig(arms=(ArmConfig(Arm.VECTOR),))
@@ -169,7 +177,7 @@ class Retriever:
             fused, fade_weights = self.fading.weigh(self.storage, request.user_id, fused, include_faded=request.include_faded)
         depth = max(request.top_k, config.rerank_depth if request.rerank else 0)
         # Re-ranking stages look at a wider head than they return, so what they lift has been seen.
-        reranking = config.question_weight != 1.0 or config.session_decay is not None
+        reranking = config.question_weight != 1.0 or config.speaker_weight != 1.0 or config.session_decay is not None
         head_size = max(depth, config.rerank_depth) if reranking else depth
         records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:head_size]])
         lent: dict[str, str] = {}
@@ -180,6 +188,10 @@ class Retriever:
         if config.question_weight != 1.0:
             head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
             fused = weigh_questions(head, {mid: records[mid].text for mid, _ in head}, config.question_weight)
+        if config.speaker_weight != 1.0:
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
+            fused = weigh_speaker(head, {mid: records[mid].text for mid, _ in head}, asked_about(request.query),
+                                  config.speaker_weight)
         if config.session_decay is not None:
             head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
             fused = spread_sessions(head, {mid: records[mid].session_id for mid, _ in head}, config.session_decay)
@@ -222,9 +234,14 @@ class Retriever:
         config: NeighbourConfig,
     ) -> tuple[list[tuple[str, float]], dict[str, str]]:
         head = [mid for mid, _ in fused[: config.depth] if mid in records]
-        session_of = {mid: records[mid].session_id for mid in head}
+        texts = {mid: records[mid].text for mid in head}
+        # Only the sessions of hits that lend: with replies_only, those that ask a question.
+        lenders = [mid for mid in head if not config.replies_only or is_question(texts[mid])]
+        if not lenders:
+            return fused, {}
+        session_of = {mid: records[mid].session_id for mid in lenders}
         members = ctx.session_members(sorted({s for s in session_of.values() if s is not None}))
-        return add_neighbours(fused, session_of, members, config)
+        return add_neighbours(fused, session_of, members, config, texts)
 
     def _rerank(self, request: SearchRequest, hits: list[Hit], timings: dict[str, float]) -> dict[str, Any]:
         if self.reranker is None:
