@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -104,6 +105,15 @@ class RunningServer:
 def exit_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit so that every ``start_server`` block stops its server on the way out."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+@contextmanager
+def work_folder(prefix: str) -> Iterator[Path]:
+    """A temporary folder of one run under bench/.work (servers' data, snapshots), deleted afterwards."""
+    workdir = REPO_ROOT / "bench" / ".work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=workdir, prefix=f"{prefix}-") as tmp:
+        yield Path(tmp)
 
 
 def snapshot_server(dest: Path) -> tuple[Path, str]:

@@ -6,18 +6,17 @@ import argparse
 import asyncio
 import hashlib
 import sys
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.console import log
 from bench.errors import BenchError
 from bench.locomo import report
 from bench.locomo.dataset import load
 from bench.locomo.run import as_dicts, run_all
 from bench.locomo.systems import server_plans
 from bench.provenance import git_commit, load_average
-from bench.server import REPO_ROOT, exit_on_sigterm, snapshot_server
+from bench.server import REPO_ROOT, exit_on_sigterm, snapshot_server, work_folder
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 TURN_TEXT = (
@@ -45,21 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     exit_on_sigterm()
 
-    def log(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
     try:
         conversations = load(args.data)
         if args.quick:
             conversations = conversations[:1]
         started = datetime.now(UTC).isoformat(timespec="seconds")
         load_start = load_average()
-        workdir = REPO_ROOT / "bench" / ".work"
-        workdir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="locomo-") as tmp:
-            source, server_code = snapshot_server(Path(tmp))
+        with work_folder("locomo") as tmp:
+            source, server_code = snapshot_server(tmp)
             results = asyncio.run(run_all(server_plans(args.reranker_model, source, args.backend), conversations, args.data,
-                                          None if args.no_mem0 else args.mem0_path, Path(tmp), log))
+                                          None if args.no_mem0 else args.mem0_path, tmp, log))
     except BenchError as exc:
         print(f"bench.locomo: {exc}", file=sys.stderr)
         return 1
@@ -75,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             "git_commit": git_commit(),
             "server_code_sha256": server_code,
             "quick": args.quick,
-            "command": "python -m bench.locomo" + (" --quick" if args.quick else ""),
+            "backend": args.backend,
+            "command": "python -m bench.locomo" + (" --quick" if args.quick else "")
+            + (f" --backend {args.backend}" if args.backend != "sqlite" else ""),
             "load_average": [load_start, load_average()],
         },
         "definitions": report.DEFINITIONS,

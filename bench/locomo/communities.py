@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import json
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +31,7 @@ from typing import Any
 from cortadel_server.language.entities import find_entities
 
 from bench.client import BenchClient
+from bench.console import log
 from bench.errors import BenchError, DatasetError
 from bench.locomo.__main__ import DEFAULT_DATA
 from bench.locomo.dataset import Conversation, load
@@ -39,7 +39,7 @@ from bench.locomo.evaluate import TOP_K, Answers, ranked_turns, score
 from bench.locomo.ingest import ingest_facts
 from bench.markdown import table
 from bench.provenance import busy_note, git_commit, load_average
-from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server
+from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server, work_folder
 from bench.stats import latency_summary
 
 CANDIDATES = 30  # results reordered per question; the scored TOP_K come from these
@@ -147,20 +147,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     exit_on_sigterm()
 
-    def log(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
     try:
         if not args.data.is_file():
             raise DatasetError(f"no LoCoMo file at {args.data} (pass --data PATH; see bench/README.md)")
         conversations = load(args.data)[: args.conversations]
         started = datetime.now(UTC).isoformat(timespec="seconds")
         load_start = load_average()
-        workdir = REPO_ROOT / "bench" / ".work"
-        workdir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="communities-") as tmp:
-            source, server_code = snapshot_server(Path(tmp))
-            with start_server(WORDLLAMA.from_source(source), Path(tmp)) as server:
+        with work_folder("communities") as tmp:
+            source, server_code = snapshot_server(tmp)
+            with start_server(WORDLLAMA.from_source(source), tmp) as server:
                 answers, rows = asyncio.run(_measure_on(server.base_url, conversations, log))
     except BenchError as exc:
         print(f"{COMMAND}: {exc}", file=sys.stderr)

@@ -7,17 +7,16 @@ import asyncio
 import dataclasses
 import os
 import sys
-import tempfile
-import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.console import log
 from bench.errors import BenchError
 from bench.perf import report
 from bench.perf.run import FULL, QUICK, many_users, single_user
 from bench.provenance import git_commit, load_average
-from bench.server import MINILM, REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server
+from bench.server import MINILM, REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, work_folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,19 +31,14 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     config = dataclasses.replace(WORDLLAMA if args.embedder == "wordllama" else MINILM, backend=args.backend)
 
-    def log(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = load_average()
-    workdir = REPO_ROOT / "bench" / ".work"
-    workdir.mkdir(parents=True, exist_ok=True)
     try:
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="perf-") as tmp:
-            source, server_code = snapshot_server(Path(tmp))
+        with work_folder("perf") as tmp:
+            source, server_code = snapshot_server(tmp)
             config = config.from_source(source)
-            single = asyncio.run(single_user(config, sizes, Path(tmp), log))
-            many = asyncio.run(many_users(config, sizes, Path(tmp), log))
+            single = asyncio.run(single_user(config, sizes, tmp, log))
+            many = asyncio.run(many_users(config, sizes, tmp, log))
     except BenchError as exc:
         print(f"bench.perf: {exc}", file=sys.stderr)
         return 1

@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -26,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import BenchClient
+from bench.console import log
 from bench.errors import BenchError
 from bench.markdown import replace_section, table
 from bench.perf.corpus import sentences
 from bench.provenance import busy_note, git_commit, load_average
-from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server
+from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server, work_folder
 
 BATCH = 500
 PER_USER = 1_000
@@ -133,16 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     exit_on_sigterm()
 
-    def log(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
     started, load_start = datetime.now(UTC).isoformat(timespec="seconds"), load_average()
-    workdir = REPO_ROOT / "bench" / ".work"
-    workdir.mkdir(parents=True, exist_ok=True)
     try:
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="ingest-") as tmp:
-            source, server_code = snapshot_server(Path(tmp))
-            with start_server(WORDLLAMA.from_source(source), Path(tmp)) as server:
+        with work_folder("ingest") as tmp:
+            source, server_code = snapshot_server(tmp)
+            with start_server(WORDLLAMA.from_source(source), tmp) as server:
                 results = asyncio.run(measure(server.base_url, args.store, args.sample, log))
     except BenchError as exc:
         print(f"bench.perf.ingest: {exc}", file=sys.stderr)

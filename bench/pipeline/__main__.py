@@ -6,8 +6,6 @@ import argparse
 import asyncio
 import os
 import sys
-import tempfile
-import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,12 +13,13 @@ from pathlib import Path
 from cortadel_server.config import Settings
 from cortadel_server.providers import build_embedder
 
+from bench.console import log
 from bench.errors import BenchError
 from bench.pipeline import report
 from bench.pipeline.labeled import HELDOUT_PATH, LabeledSet, in_process
 from bench.pipeline.run import FULL, QUICK, corpus_summary, llm_scenario, rules_scenario
 from bench.provenance import git_commit, load_average
-from bench.server import REPO_ROOT
+from bench.server import REPO_ROOT, work_folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,22 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
 
-    def log(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
-
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_start = load_average()
-    workdir = REPO_ROOT / "bench" / ".work"
-    workdir.mkdir(parents=True, exist_ok=True)
     try:
         labeled, heldout = LabeledSet.load(), LabeledSet.load(HELDOUT_PATH)
         embedder = build_embedder(Settings.from_env({}))  # the server's default, as the writer's vector search scores
         local = {"development": in_process(labeled, embedder), "heldout": in_process(heldout, embedder)}
         for part, scored in local.items():
             log(f"[in process] {part}: precision {scored['precision']} recall {scored['recall']} event accuracy {scored['event_accuracy']}")
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="pipeline-") as tmp:
-            rules = asyncio.run(rules_scenario(sizes, labeled, heldout, Path(tmp), log))
-            llm = asyncio.run(llm_scenario(sizes, labeled, Path(tmp), log))
+        with work_folder("pipeline") as tmp:
+            rules = asyncio.run(rules_scenario(sizes, labeled, heldout, tmp, log))
+            llm = asyncio.run(llm_scenario(sizes, labeled, tmp, log))
     except BenchError as exc:
         print(f"bench.pipeline: {exc}", file=sys.stderr)
         return 1
