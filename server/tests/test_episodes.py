@@ -104,3 +104,23 @@ def test_an_inferred_episode_holds_at_most_fifty_memories(api: httpx.Client, use
     sessions = [session_of(api, user, memory_id) for memory_id in (ids[0], ids[49], ids[50])]
     assert sessions[0] == sessions[1] != sessions[2]
     assert sessions[2].startswith("episode-")
+
+
+def test_a_batch_that_forgets_what_it_wrote_continues_from_what_is_left(api: httpx.Client, user: str) -> None:
+    # A batch remembers what its items wrote (pipeline/episodes.py Written); after a deletion inside
+    # it, the next memory follows the last one left (no farewell), not the deleted farewell.
+    memories = [
+        {"text": "Crate 1 holds 2 screws.", "infer": False},
+        {"text": "Bob says bye, talk soon.", "infer": False},
+        {"text": "Forget everything about Bob.", "infer": False},
+        {"text": "Crate 9 holds 4 washers.", "infer": False},
+    ]
+    response = api.post("/api/v1/memories/batch", json={"user_id": user, "memories": memories})
+    assert response.status_code == 200, response.text
+    items = response.json()["memories"]
+    assert [item["event"] for item in items] == ["ADD", "ADD", "DELETE_ENTITY", "ADD"]
+    assert items[2]["id"] == items[1]["id"]
+    assert api.get(f"/api/v1/memories/{items[1]['id']}", params={"user_id": user}).status_code == 404
+    kept, after = session_of(api, user, items[0]["id"]), session_of(api, user, items[3]["id"])
+    assert kept is not None and kept.startswith("episode-")
+    assert after == kept

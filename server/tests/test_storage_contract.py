@@ -98,6 +98,16 @@ def test_find_by_fingerprint_takes_the_oldest_current_fact(store: Storage) -> No
     assert store.find_by_fingerprint("u2", "same") is None
 
 
+def test_current_texts_name_only_the_users_current_facts(store: Storage) -> None:
+    store.insert_memory(mem("live", "User lives in Porto."), vec(1, 0, 0, 0))
+    store.insert_memory(mem("gone", "User lives in Lisbon.", invalid_at=T0 + 1, expired_at=T0 + 1, state="superseded"), vec(1, 0, 0, 0))
+    store.insert_memory(mem("retracted", "User owns a cat.", expired_at=T0 + 2, state="invalidated"), vec(0, 1, 0, 0))
+    store.insert_memory(mem("theirs", "User likes tea.", user="u2"), vec(0, 0, 1, 0))
+    found = store.current_texts("u1", ["gone", "live", "retracted", "theirs", "missing"])
+    assert found == {"live": "User lives in Porto."}
+    assert store.current_texts("u1", []) == {}
+
+
 def _corpus(store: Storage) -> None:
     rows = [
         mem("a", "alpha", at=1, session_id="s1", memory_type="episodic", app_name="app1", tags=["t1"], categories=["work"]),

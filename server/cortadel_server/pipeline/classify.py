@@ -8,12 +8,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from cortadel_server.language.timeexpr import find_time
+from cortadel_server.language.timeexpr import TimeSpan, find_time
 from cortadel_server.storage.base import MemoryType
 
 __all__ = ["DEFAULT_CATEGORIES", "GIST_LIMIT", "Taxonomy", "gist", "memory_type"]
@@ -125,13 +126,19 @@ def memory_type(text: str, said_at: datetime | None = None) -> MemoryType:
     if _PROCEDURAL.search(text) and _ACTION_VERB.search(text):
         return MemoryType.PROCEDURAL
     if said_at is not None:
-        span = find_time(text, said_at)
+        span = first_time(text, said_at)
         if span is not None and not span.text.lower().startswith("since"):
             return MemoryType.EPISODIC
     subject_verb = re.match(r"^\S+(?:\s+(?:\w+ly|also|just|finally|recently|already))*\s+(\w+)", text)
     if subject_verb and _PAST_EVENT.fullmatch(subject_verb.group(1)) and subject_verb.group(1).lower() not in ("used",):
         return MemoryType.EPISODIC
     return MemoryType.SEMANTIC
+
+
+@functools.lru_cache(maxsize=1024)
+def first_time(text: str, said_at: datetime) -> TimeSpan | None:
+    """`find_time`, remembered: a candidate's valid time and its memory type ask the same question."""
+    return find_time(text, said_at)
 
 
 def gist(text: str) -> str:

@@ -31,9 +31,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from cortadel_server.language.speakers import without_speaker
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord, Storage
 
 #: the most memories one inferred episode holds: a bulk import sent without sessions must not
@@ -49,8 +49,6 @@ THREAD_KEYS = (
     "session_id", "sessionId",
 )
 
-#: a transcript's "Speaker: " before the words
-_SPEAKER = re.compile(r"^[A-Z][\w.'-]*(?: [A-Z][\w.'-]*)?: ")
 #: how far into a text a greeting is looked for
 _HEAD = 200
 #: phrases that open a conversation wherever they stand in its first words
@@ -101,22 +99,43 @@ def episode_of(
     return last.session_id
 
 
-@dataclass(frozen=True)
 class Written:
-    """What one user wrote with one app before, as the rules ask for it (inside the write transaction)."""
+    """What one user wrote with one app before, as the rules ask for it, inside one write
+    transaction: read once, then kept in step by the writer (``wrote``, ``forget``), so the
+    memories of a batch do not read per memory what the ones before them wrote."""
 
-    storage: Storage
-    user_id: str
-    app_name: str | None
+    def __init__(self, storage: Storage, user_id: str, app_name: str | None) -> None:
+        self.storage = storage
+        self.user_id = user_id
+        self.app_name = app_name
+        self._last: MemoryRecord | None = None
+        self._last_read = False
+        self._sizes: dict[str, int] = {}
 
     def last(self) -> MemoryRecord | None:
         """The memory written last (any state)."""
-        return self.storage.last_written(self.user_id, self.app_name)
+        if not self._last_read:
+            self._last, self._last_read = self.storage.last_written(self.user_id, self.app_name), True
+        return self._last
 
     def size(self, episode: str) -> int:
         """How many memories, past versions included, the episode holds."""
-        members = self.storage.session_members(self.user_id, [episode], MemoryFilters(include_superseded=True))
-        return len(members.get(episode, ()))
+        if episode not in self._sizes:
+            members = self.storage.session_members(self.user_id, [episode], MemoryFilters(include_superseded=True))
+            self._sizes[episode] = len(members.get(episode, ()))
+        return self._sizes[episode]
+
+    def wrote(self, record: MemoryRecord) -> None:
+        """``record`` was just stored with this user and app."""
+        # last_written orders by write time, then insertion: a later insert wins unless the clock went back.
+        if self._last_read and (self._last is None or record.created_at >= self._last.created_at):
+            self._last = record
+        if record.session_id in self._sizes:
+            self._sizes[record.session_id] += 1
+
+    def forget(self) -> None:
+        """Memories were deleted: read again on the next question."""
+        self._last, self._last_read, self._sizes = None, False, {}
 
 
 def thread_of(metadata: Mapping[str, Any]) -> str | None:
@@ -133,7 +152,7 @@ def new_episode() -> str:
 
 
 def _words(text: str) -> str:
-    return _SPEAKER.sub("", text.lstrip(), count=1)[:_HEAD]
+    return without_speaker(text)[:_HEAD]
 
 
 def is_greeting(text: str) -> bool:

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from cortadel_server.language.entities import find_entities
-from cortadel_server.language.timeexpr import find_time
-from cortadel_server.pipeline.classify import Taxonomy, gist, memory_type
+from cortadel_server.pipeline.classify import Taxonomy, first_time, gist, memory_type
 from cortadel_server.pipeline.model import Candidate, Intent, Turn
 from cortadel_server.storage.base import MemoryType
 
@@ -48,13 +47,15 @@ def make_candidate(
     kind: MemoryType | None = None,
     categories: Sequence[str] | None = None,
     source_turn_uuids: Sequence[str] | None = None,
+    labels: bool = True,
 ) -> Candidate:
     """A candidate for `text` said in `turn`, with its valid time, labels and entities.
 
     A time expression that points into the past moves `valid_at` there ("last month"); one in
-    the future, or none, leaves it at the moment the statement was made.
+    the future, or none, leaves it at the moment the statement was made. Without `labels` it has
+    no categories and no entities: a verbatim memory (`infer: false`) stores neither.
     """
-    span = find_time(text, turn.at)
+    span = first_time(text, turn.at)
     valid_at = span.point if span is not None and span.point < turn.at else turn.at
     uuids = tuple(source_turn_uuids) if source_turn_uuids is not None else ((turn.uuid,) if turn.uuid else ())
     return Candidate(
@@ -64,9 +65,9 @@ def make_candidate(
         valid_at=valid_at,
         source_turn_uuids=uuids,
         memory_type=kind or memory_type(text, turn.at),
-        categories=taxonomy.keep(list(categories)) if categories else taxonomy.categorize(text),
+        categories=(taxonomy.keep(list(categories)) if categories else taxonomy.categorize(text)) if labels else (),
         gist=gist(text),
-        entities=tuple(find_entities(text)),
+        entities=tuple(find_entities(text)) if labels else (),
         target=target,
         reconfirm=reconfirm,
         at_now=turn.at_now,

@@ -21,6 +21,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 from cortadel_server.language.timeexpr import find_times
 from cortadel_server.pipeline.budget import WriteBudget
@@ -266,19 +267,30 @@ class RulesExtractor:
                     previous = candidate.text if candidate.intent is Intent.REMEMBER else previous
         return candidates
 
-    def verbatim(self, text: str, turn: Turn) -> Candidate:
+    def verbatim(self, text: str, turn: Turn, *, labels: bool = True) -> Candidate:
         """`text` kept exactly as written, with only its intent recognised (for `infer: false`).
 
         Only a single statement can be a command ("Forget my old address."): a question or a text
-        of several sentences (a raw chat turn) is stored as it is, with no intent read into it."""
+        of several sentences (a raw chat turn) is stored as it is, with no intent read into it.
+        `labels`: see `make_candidate`."""
         if is_compound(text):
-            return make_candidate(text, turn, self.taxonomy)
-        found = self._sentence(text, turn, "User", None, True)
+            return make_candidate(text, turn, self.taxonomy, labels=labels)
+        found = self._read(text, turn, "User", None, True)
         if found is None or found.intent is Intent.REMEMBER:
-            return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False)
-        return make_candidate(text, turn, self.taxonomy, intent=found.intent, target=found.target)
+            return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False, labels=labels)
+        return make_candidate(text, turn, self.taxonomy, intent=found.intent, target=found.target, labels=labels)
 
     def _sentence(self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool) -> Candidate | None:
+        found = self._read(raw, turn, subject, previous, explicit)
+        if found is None:
+            return None
+        return make_candidate(
+            found.text, turn, self.taxonomy, intent=found.intent, target=found.target, reconfirm=found.reconfirm
+        )
+
+    def _read(self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool) -> _Reading | None:
+        """What one sentence states, and how (None: nothing to keep); a candidate is made of it
+        only when it is kept as read (`verbatim` keeps the text as written)."""
         text = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))
         remembered_here = False  # "remember that ...": the speaker asked to keep this sentence
@@ -299,8 +311,8 @@ class RulesExtractor:
             return None
         reconfirm = reconfirm or bool(_STILL.search(text))
 
-        def make(fact: str, intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False) -> Candidate:
-            return make_candidate(_sentence_case(fact), turn, self.taxonomy, intent=intent, target=target, reconfirm=reconfirm)
+        def make(fact: str, intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False) -> _Reading:
+            return _Reading(_sentence_case(fact), intent, target, reconfirm)
 
         if m := _FORGET_ENTITY.match(text):
             return make(third_person(text, subject), intent=Intent.FORGET_ENTITY, target=_clean_target(m["t"], subject, turn.at))
@@ -338,7 +350,16 @@ class RulesExtractor:
             return None
         # Not about the speaker, but asked to be kept: in the speaker's own words.
         as_said = raw.strip() if text == expand_contractions(raw.strip()) else text[:1].upper() + text[1:]
-        return make_candidate(as_said, turn, self.taxonomy, reconfirm=reconfirm)
+        return _Reading(as_said, Intent.REMEMBER, None, reconfirm)
+
+
+class _Reading(NamedTuple):
+    """One sentence as the rules read it: the fact's text, what is to be done with it, and about what."""
+
+    text: str
+    intent: Intent
+    target: str | None
+    reconfirm: bool
 
 
 def _replaced(text: str) -> tuple[str, str | None]:

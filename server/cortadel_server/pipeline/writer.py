@@ -201,6 +201,10 @@ class _Pending:
     outcomes: list[WriteOutcome] = field(default_factory=list)
 
 
+#: per (user, app): what the open write transaction knows its user wrote (pipeline/episodes.py)
+_WrittenMemo = dict[tuple[str, str | None], Written]
+
+
 def _out_of_time(budget: WriteBudget) -> WriteOutcome:
     error = f"Not stored: the request's {budget.seconds:g} s budget (CORTADEL_WRITE_BUDGET) ran out; send this part again."
     return WriteOutcome(Event.ERROR.value, error=error)
@@ -365,7 +369,7 @@ class Writer:
             if not candidates and addresses_assistant(item.text):
                 return _Pending(scope, [], [WriteOutcome(Event.ERROR.value, error=INSTRUCTION_NOT_STORED)])
         if not candidates:
-            candidates = [self.rules.verbatim(item.text, turn)]
+            candidates = [self.rules.verbatim(item.text, turn, labels=item.infer)]
         forced = item.memory_type if item.memory_type in MEMORY_TYPES else None  # invalid → classify
         if forced:
             candidates = [dataclasses.replace(c, memory_type=MemoryType(forced)) for c in candidates]
@@ -418,6 +422,7 @@ class Writer:
         """Decide and apply each candidate in order. `alone`: each in its own transaction, a failure
         being that fact's `ERROR`; else a failure propagates (and rolls the enclosing one back)."""
         todo = [(unit, c) for unit in pending for c in unit.candidates]
+        shared: _WrittenMemo = {}  # what the batch's transaction wrote so far, per app (one transaction)
         for done, (unit, candidate) in enumerate(todo):
             if budget.cancelled:
                 log.info("client went away: %d of %d facts written, the rest dropped", done, len(todo))
@@ -429,7 +434,8 @@ class Writer:
             try:
                 query_vector = vectors[_query(candidate)]
                 judged = self._judge(unit.scope.user_id, candidate, query_vector, budget)
-                unit.outcomes.extend(self._one(unit.scope, candidate, vectors[candidate.text], query_vector, judged))
+                written = {} if alone else shared
+                unit.outcomes.extend(self._one(unit.scope, candidate, vectors[candidate.text], query_vector, judged, written))
             except CortadelError as exc:
                 if not alone:
                     raise
@@ -449,7 +455,7 @@ class Writer:
 
     def _one(
         self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray,
-        judged: tuple[Decision, Decision] | None,
+        judged: tuple[Decision, Decision] | None, written: _WrittenMemo,
     ) -> list[WriteOutcome]:
         # The user's writer turn first, then the clock: serial order and valid-time order must agree.
         with self.storage.write(scope.user_id):
@@ -465,7 +471,7 @@ class Writer:
                 # Two raw turns that start alike are not one fact corrected: verbatim text of several
                 # sentences is only deduplicated.
                 decision = Decision(Event.ADD, (), "verbatim text is only deduplicated")
-            return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours}, now)
+            return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours}, now, written)
 
     def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray) -> list[Neighbour]:
         """The current facts decide() should compare the candidate with, best first (for an entity
@@ -492,9 +498,8 @@ class Writer:
         same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
         if same is not None:
             scores[same.id] = 1.0
-        records = self.storage.get_memories(user_id, list(scores))
-        neighbours = [Neighbour(r.id, r.text, scores[r.id]) for r in records.values() if r.is_current]
-        return sorted(neighbours, key=lambda n: -n.score)
+        current_texts = self.storage.current_texts(user_id, list(scores))
+        return sorted((Neighbour(i, text, scores[i]) for i, text in current_texts.items()), key=lambda n: -n.score)
 
     def _apply(
         self,
@@ -504,6 +509,7 @@ class Writer:
         vector: np.ndarray,
         neighbours: dict[str, Neighbour],
         now: float,
+        written: _WrittenMemo,
     ) -> list[WriteOutcome]:
         user = scope.user_id
         event = decision.event
@@ -514,6 +520,8 @@ class Writer:
         if event is Event.DELETE_ENTITY:
             gone = [(t, neighbours[t].text) for t in decision.targets]
             self.storage.delete_memories(user, [t for t, _ in gone])
+            for memo in written.values():
+                memo.forget()
             return [WriteOutcome(event.value, t, text, extra=dict(extra)) for t, text in gone]
         if event in (Event.SKIP_DUPLICATE, Event.TOUCH):
             target = decision.targets[0]
@@ -538,8 +546,8 @@ class Writer:
         # last month"): a correction, and the old fact's validity ends where it began at the latest.
         if event is Event.SUPERSEDE and replaced is not None and replaced.valid_at is not None \
                 and _ts(candidate.said_at) < replaced.valid_at:
-            return [self._insert_history(scope, candidate, vector, replaced, now, extra)]
-        record = self._insert(scope, candidate, vector, now)
+            return [self._insert_history(scope, candidate, vector, replaced, now, extra, written)]
+        record = self._insert(scope, candidate, vector, now, written)
         if event in (Event.SUPERSEDE, Event.RESOLVE):
             old = decision.targets[0]
             self.storage.update_memory(
@@ -557,7 +565,8 @@ class Writer:
         return [WriteOutcome(event.value, record.id, record.text, record=record, extra=extra)]
 
     def _insert_history(
-        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, current: MemoryRecord, now: float, extra: dict[str, Any]
+        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, current: MemoryRecord, now: float, extra: dict[str, Any],
+        written: _WrittenMemo,
     ) -> WriteOutcome:
         """A statement dated before the current fact of its slot: a past version, never current.
 
@@ -572,7 +581,7 @@ class Writer:
             if before is None or before.valid_at is None or before.valid_at <= valid_at:
                 break
             after, before = before, self._predecessor(user, before)
-        record = self._insert(scope, candidate, vector, now)
+        record = self._insert(scope, candidate, vector, now, written)
         self.storage.update_memory(
             user, record.id, invalid_at=after.valid_at, expired_at=now, superseded_by=after.id, state=SUPERSEDED,
         )
@@ -598,7 +607,10 @@ class Writer:
                 return self.storage.get_memory(user_id, previous)
         return None
 
-    def _insert(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, now: float) -> MemoryRecord:
+    def _insert(self, scope: _Scope, candidate: Candidate, vector: np.ndarray, now: float, written: _WrittenMemo) -> MemoryRecord:
+        episodes = written.get((scope.user_id, scope.app_name))
+        if episodes is None:
+            episodes = written[scope.user_id, scope.app_name] = Written(self.storage, scope.user_id, scope.app_name)
         record = MemoryRecord(
             id=str(uuid.uuid4()),
             user_id=scope.user_id,
@@ -613,7 +625,7 @@ class Writer:
             app_name=scope.app_name,
             session_id=episode_of(
                 scope.session_id, scope.metadata, candidate.text, _ts(candidate.said_at),
-                Written(self.storage, scope.user_id, scope.app_name), gap=self.episode_gap,
+                episodes, gap=self.episode_gap,
             ),
             metadata=dict(scope.metadata),
             source_turn_uuids=list(candidate.source_turn_uuids),
@@ -623,6 +635,7 @@ class Writer:
             updated_at=now,
         )
         self.storage.insert_memory(record, vector)
+        episodes.wrote(record)
         if scope.infer:
             self.storage.enqueue_job(ENRICH, scope.user_id, record.id, {})
         return record

@@ -320,6 +320,12 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
 
+    def current_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """The texts of those of ``ids`` that are current, in the order ``get_memories`` gives
+        them: what a write's dedup decision reads of its neighbours, which a backend may answer
+        without building whole records."""
+        return {r.id: r.text for r in self.get_memories(user_id, ids).values() if r.is_current}
+
     @abc.abstractmethod
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int

@@ -38,16 +38,31 @@ class UserTerms:
         stems = self.stems(text) if key and text else []
         return key + f" {key}".join(stems) if stems else ""  # one join: session documents run long
 
+    def phrases(self, query: str) -> list[list[str]]:
+        """The phrases an OR-query of ``query`` is made of, each its word's stems: a word that stems
+        to several ("sam's") stays one phrase, as FTS5 would read it quoted. Two words of one stem
+        stay two phrases, weighing as they did when FTS5 stemmed the query itself."""
+        return [stems for word in query_terms(query) if (stems := self.stems(word, query=True))]
+
     def match(self, key: str, query: str) -> str | None:
-        """An FTS5 OR-query of the query's words as the user's terms; a word that stems to several
-        terms ("sam's") stays one phrase, as FTS5 would read it quoted. Two words of one stem stay
-        two phrases, weighing as they did when FTS5 stemmed the query itself."""
-        phrases = [" ".join(key + stem for stem in self.stems(word, query=True)) for word in query_terms(query)]
-        return " OR ".join(f'"{p}"' for p in phrases if p) or None
+        """The FTS5 OR-query of ``phrases(query)`` as the user's terms."""
+        return " OR ".join('"' + " ".join(key + stem for stem in p) + '"' for p in self.phrases(query)) or None
 
 
 def register(conn: apsw.Connection) -> UserTerms:
-    """Give ``conn`` the ``user_terms`` function the full-text triggers call; returns its terms."""
+    """Give ``conn`` the ``user_terms`` function the full-text triggers call, and the auxiliary
+    functions ``fts_rows`` and ``fts_tokens`` (a table's rows and tokens, every user's, as its BM25
+    counts them, the open transaction's writes included); returns its terms."""
     terms = UserTerms(conn)
     conn.create_scalar_function("user_terms", cast(Any, terms.document), 2, deterministic=True)
+    conn.register_fts5_function("fts_rows", _row_count)
+    conn.register_fts5_function("fts_tokens", _token_count)
     return terms
+
+
+def _row_count(api: apsw.FTS5ExtensionApi, *_: apsw.SQLiteValue) -> int:
+    return api.row_count
+
+
+def _token_count(api: apsw.FTS5ExtensionApi, *_: apsw.SQLiteValue) -> int:
+    return api.column_total_size(-1)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -61,8 +62,13 @@ class UserVectors:
                 self.rowids[i] = -1
                 self.current[i] = False
 
-    def nearest(self, vector: np.ndarray, mask: np.ndarray, limit: int) -> list[ScoredId]:
-        """The ``limit`` rows of ``mask`` (over the first ``n`` rows) most similar to ``vector``."""
+    def nearest(self, vector: np.ndarray, limit: int, allowed: Iterable[int] | None = None) -> list[ScoredId]:
+        """The ``limit`` rows most similar to ``vector``: among the current ones, or among the row
+        keys ``allowed`` (what a narrowing filter let through)."""
+        if allowed is None:
+            mask = self.current[: self.n]
+        else:
+            mask = np.isin(self.rowids[: self.n], np.fromiter(allowed, dtype=np.int64))
         count = int(mask.sum())
         if count == 0:
             return []
@@ -80,31 +86,42 @@ def cosine(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.asarray(np.einsum("ij,j->i", matrix, query))
 
 
-class VectorCache:
-    """Per-user ``UserVectors``, checked against the user's version on every read.
+class Versioned(Protocol):
+    """A per-user entry: the user version it reflects and how many rows it holds."""
 
-    Bounded by the number of vectors held (least recently used users are dropped first).
+    version: int
+    n: int
+
+
+Entry = TypeVar("Entry", bound=Versioned)
+
+
+class VersionedCache(Generic[Entry]):
+    """Per-user entries (``UserVectors``; SQLite's term index too), checked against the user's
+    version on every read.
+
+    Bounded by the number of rows held (least recently used users are dropped first).
     """
 
     def __init__(self, max_vectors: int = 2_000_000) -> None:
-        self._users: OrderedDict[str, UserVectors] = OrderedDict()
+        self._users: OrderedDict[str, Entry] = OrderedDict()
         self._max = max_vectors
         self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, user_id: str) -> UserVectors | None:
+    def get(self, user_id: str) -> Entry | None:
         with self._lock:
             entry = self._users.get(user_id)
             if entry is not None:
                 self._users.move_to_end(user_id)
             return entry
 
-    def current(self, user_id: str, version: int) -> UserVectors | None:
+    def current(self, user_id: str, version: int) -> Entry | None:
         """The entry when it reflects exactly ``version`` (read from the database), else None."""
         entry = self.get(user_id)
         return entry if entry is not None and entry.version == version else None
 
-    def put(self, user_id: str, entry: UserVectors) -> None:
+    def put(self, user_id: str, entry: Entry) -> None:
         with self._lock:
             old = self._users.pop(user_id, None)
             if old is not None:
@@ -115,7 +132,7 @@ class VectorCache:
                 _, dropped = self._users.popitem(last=False)
                 self._held -= dropped.n
 
-    def advance(self, user_id: str, version: int, change: Callable[[UserVectors], None] | None) -> None:
+    def advance(self, user_id: str, version: int, change: Callable[[Entry], None] | None) -> None:
         """A write in this process moved the user to ``version``: apply ``change`` to the entry.
 
         The entry follows only when it reflects the version just before; anything else (a write by
@@ -130,7 +147,7 @@ class VectorCache:
         change(entry)
         entry.version = version
 
-    def amend(self, user_id: str, version: int, change: Callable[[UserVectors], None] | None) -> None:
+    def amend(self, user_id: str, version: int, change: Callable[[Entry], None] | None) -> None:
         """Apply one more change of the write that moved the user to ``version`` (which the entry
         reflects already); an entry at any other version, or a change it cannot replay, is dropped."""
         entry = self.get(user_id)
@@ -151,3 +168,7 @@ class VectorCache:
         with self._lock:
             self._users.clear()
             self._held = 0
+
+
+class VectorCache(VersionedCache[UserVectors]):
+    """Per-user ``UserVectors``."""

@@ -1,0 +1,257 @@
+"""One user's full-text terms in process, ranked by the BM25 that SQLite's FTS5 computes.
+
+    index = TermIndex(version, rows, context_weight=0.3)   # rows: (memory id, text stems, context stems, current)
+    index.append("m1", ["user", "live", "in", "berlin"], [], True)
+    index.best([["berlin"]], totals, limit=8)   # [("m1", score)], or None: ask FTS5
+    # totals(phrase): the table's Totals, read through a phrase the index knows to match
+
+The dedup lookup of every write ranks the user's current memories against the new text by BM25.
+FTS5 scores every row that shares a word with the text (about half of the user's rows for a
+sentence), some 2 µs a row in its auxiliary function: 12 ms at 10,000 memories of one user. Here
+the same formula runs over per-term postings with numpy, in a fraction of a millisecond.
+
+Equal to FTS5, and never guessed: the scores follow ``fts5Bm25Function`` operation for operation
+(k1 = 1.2, b = 0.75, IDF floored at 1e-6, a phrase's frequency summed instance by instance with
+the column weights, the row's tokens over both columns against the average of the whole table),
+so they come out bit for bit the same, and rows of equal score follow in rowid order, as FTS5
+returns them. Where two of the best scores differ by a rounding error only (an order FTS5's own
+rounding could swap), or a phrase has more than two tokens, ``best`` answers None and the caller
+asks FTS5. ``tests/test_sqlite_text_search.py`` compares both, hits, order and scores.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+#: FTS5's bm25() constants
+K1 = 1.2
+B = 0.75
+#: the IDF of a phrase in more than half the rows (FTS5 floors it so)
+IDF_FLOOR = 1e-6
+#: scores closer than this (relative) may be ordered otherwise by FTS5: such a lookup goes to FTS5
+TIE = 1e-9
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What FTS5's BM25 reads about the whole table: its rows and their tokens, every user's."""
+
+    rows: int
+    tokens: int
+
+
+class _Postings:
+    """The rows holding one term (or one pair of adjacent terms), and its weighted frequency in each."""
+
+    __slots__ = ("freq", "rows")
+
+    def __init__(self) -> None:
+        self.rows = array("q")
+        self.freq = array("d")
+
+    def add(self, row: int, freq: float) -> None:
+        self.rows.append(row)
+        self.freq.append(freq)
+
+
+def _counts(stems: Sequence[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for stem in stems:
+        counts[stem] = counts.get(stem, 0) + 1
+    return counts
+
+
+def _pairs(stems: Sequence[str]) -> dict[str, int]:
+    """Adjacent stems as one key ("sam" "s" → "sam s"): what a two-token phrase matches."""
+    return _counts([f"{a} {b}" for a, b in itertools.pairwise(stems)])
+
+
+class TermIndex:
+    """One user's rows as FTS5 indexes them, for BM25 in process. ``version`` is the user version
+    it reflects; ``n`` the rows held (the cache bounds itself by it)."""
+
+    def __init__(
+        self, version: int, rows: Iterable[tuple[str, Sequence[str], Sequence[str], bool]] = (), *, context_weight: float
+    ) -> None:
+        self.version = version
+        self.context_weight = context_weight
+        self.n = 0
+        self.ids: list[str] = []
+        self._position: dict[str, int] = {}
+        self._current = array("b")
+        self._length = array("d")
+        self._terms: dict[str, _Postings] = {}
+        self._pairs: dict[str, _Postings] = {}
+        for memory_id, text, context, current in rows:
+            self.append(memory_id, text, context, current)
+
+    def append(self, memory_id: str, text: Sequence[str], context: Sequence[str], current: bool) -> None:
+        row = self.n
+        self.ids.append(memory_id)
+        self._position[memory_id] = row
+        self._current.append(current)
+        self._length.append(len(text) + len(context))
+        for postings, in_text, in_context in ((self._terms, _counts(text), _counts(context)),
+                                              (self._pairs, _pairs(text), _pairs(context))):
+            # One entry per key and row: the text's keys (with their count in the context), then the
+            # context's own. A fresh _Postings only for a new key (setdefault built one per call).
+            for key, count in in_text.items():
+                held = postings.get(key)
+                if held is None:
+                    held = postings[key] = _Postings()
+                held.add(row, self._frequency(count, in_context.pop(key, 0)) if in_context else float(count))
+            for key, count in in_context.items():
+                held = postings.get(key)
+                if held is None:
+                    held = postings[key] = _Postings()
+                held.add(row, self._frequency(0, count))
+        self.n += 1
+
+    def _frequency(self, in_text: int, in_context: int) -> float:
+        """FTS5's sum: 1.0 per instance in the text, then the context weight per instance in the
+        context, added one by one (the rounding is part of the score)."""
+        freq = float(in_text)
+        for _ in range(in_context):
+            freq += self.context_weight
+        return freq
+
+    @classmethod
+    def load(
+        cls, version: int, rows: Sequence[tuple[str, Sequence[str], Sequence[str], bool]], *, context_weight: float
+    ) -> TermIndex:
+        """What ``TermIndex(version, rows)`` builds row by row, counted with numpy instead: a user's
+        first search in a process loads their index, and row by row that took 0.15 to 0.3 ms a memory."""
+        index = cls(version, context_weight=context_weight)
+        n = len(rows)
+        if n == 0:
+            return index
+        vocabulary: dict[str, int] = {}
+        code = vocabulary.setdefault
+        # Each row's text, then its context: segments 2r and 2r + 1 of one run of term codes.
+        sizes = np.fromiter((len(part) for _, text, context, _ in rows for part in (text, context)), np.int64, 2 * n)
+        codes = np.fromiter(
+            (code(stem, len(vocabulary)) for _, text, context, _ in rows for part in (text, context) for stem in part),
+            np.int64, int(sizes.sum()),
+        )
+        segments = np.repeat(np.arange(2 * n), sizes)
+        words = list(vocabulary)
+        index._load_postings(index._terms, codes, segments, lambda key: words[key])
+        adjacent = segments[1:] == segments[:-1]  # pairs never span the text and its context
+        size = len(words)
+        index._load_postings(
+            index._pairs, codes[:-1][adjacent] * size + codes[1:][adjacent], segments[:-1][adjacent],
+            lambda key: f"{words[key // size]} {words[key % size]}",
+        )
+        index.ids = [memory_id for memory_id, *_ in rows]
+        index._position = {memory_id: row for row, memory_id in enumerate(index.ids)}
+        index._current = array("b", [bool(current) for *_, current in rows])
+        index._length.frombytes((sizes[0::2] + sizes[1::2]).astype(np.float64).tobytes())
+        index.n = n
+        return index
+
+    def _load_postings(
+        self, into: dict[str, _Postings], keys: np.ndarray, segments: np.ndarray, name: Callable[[int], str]
+    ) -> None:
+        """Postings of ``keys`` (term or pair codes) found in ``segments`` (2 × row + column), rows
+        in order, frequencies summed as ``_frequency`` sums them."""
+        if len(keys) == 0:
+            return
+        n = int(segments.max()) // 2 + 1
+        combined, counts = np.unique((keys * n + segments // 2) * 2 + segments % 2, return_counts=True)
+        key_rows, columns = combined // 2, combined % 2
+        starts = np.r_[True, key_rows[1:] != key_rows[:-1]]
+        group = np.cumsum(starts) - 1
+        key_rows = key_rows[starts]
+        in_text = np.zeros(len(key_rows), dtype=np.int64)
+        in_text[group[columns == 0]] = counts[columns == 0]
+        in_context = np.zeros(len(key_rows), dtype=np.int64)
+        in_context[group[columns == 1]] = counts[columns == 1]
+        freq = in_text.astype(np.float64)
+        for times in range(1, int(in_context.max()) + 1):  # one addition per instance, as FTS5 adds them
+            freq[in_context >= times] += self.context_weight
+        key_of, row_of = key_rows // n, key_rows % n
+        bounds = [*np.flatnonzero(np.r_[True, key_of[1:] != key_of[:-1]]).tolist(), len(key_of)]
+        for start, end in itertools.pairwise(bounds):
+            postings = into[name(int(key_of[start]))] = _Postings()
+            postings.rows.frombytes(row_of[start:end].tobytes())
+            postings.freq.frombytes(freq[start:end].tobytes())
+
+    def _postings(self, phrase: Sequence[str]) -> _Postings | None:
+        postings = (self._terms if len(phrase) == 1 else self._pairs).get(" ".join(phrase))
+        return postings if postings is not None and postings.rows else None
+
+    def set_current(self, memory_id: str, current: bool) -> None:
+        row = self._position.get(memory_id)
+        if row is not None:
+            self._current[row] = current
+
+    def best(
+        self, phrases: Sequence[Sequence[str]], totals: Callable[[Sequence[str]], Totals], *, limit: int
+    ) -> list[tuple[str, float]] | None:
+        """The ``limit`` current rows FTS5 ranks best for an OR of ``phrases`` (each a list of
+        stems), best first with their scores; None when only FTS5 can tell (see the module).
+        ``totals`` is asked once, with a phrase some row holds, and only when one does."""
+        return self.best_among(phrases, totals, self.current(), limit=limit)
+
+    def current(self) -> np.ndarray:
+        """Which rows are current, as a row mask for ``best_among``."""
+        n = self.n  # first: a write appending meanwhile adds its flag before its postings
+        return np.array(self._current, dtype=bool)[:n]
+
+    def rows_of(self, memory_ids: Iterable[str]) -> np.ndarray:
+        """The rows of ``memory_ids`` as a row mask for ``best_among`` (ids it does not hold are left out)."""
+        mask = np.zeros(self.n, dtype=bool)
+        position = self._position
+        mask[[row for memory_id in memory_ids if (row := position.get(memory_id)) is not None]] = True
+        return mask
+
+    def best_among(
+        self, phrases: Sequence[Sequence[str]], totals: Callable[[Sequence[str]], Totals], allowed: np.ndarray,
+        *, limit: int,
+    ) -> list[tuple[str, float]] | None:
+        """``best`` over the rows ``allowed`` (a row mask: ``current``, ``rows_of``) instead of the
+        current ones; the statistics stay the table's, as FTS5's under a filter."""
+        if any(len(p) > 2 for p in phrases):
+            return None
+        found = [(p, postings) for p in phrases if (postings := self._postings(p)) is not None]
+        if not found:
+            return []
+        table = totals(found[0][0])
+        if table.rows <= 0:
+            return None
+        # Searches read while a write appends: the rows ``allowed`` covers, and copies, never views
+        # (an array exporting its buffer cannot grow: the write would fail).
+        n = len(allowed)
+        scores = np.zeros(n)
+        matched = np.zeros(n, dtype=bool)
+        length = np.array(self._length, dtype=np.float64)
+        average = table.tokens / table.rows
+        for _, postings in found:
+            rows = np.array(postings.rows, dtype=np.int64)
+            hits = int(np.searchsorted(rows, n))  # rows are appended in order
+            rows = rows[:hits]
+            idf = math.log((table.rows - hits + 0.5) / (hits + 0.5))  # C's log, as FTS5's
+            if idf <= 0.0:
+                idf = IDF_FLOOR
+            freq = np.array(postings.freq, dtype=np.float64)[:hits]
+            # The operations of fts5Bm25Function, in its order: the same doubles.
+            scores[rows] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length[rows] / average)))
+            matched[rows] = True
+        candidates = np.flatnonzero(matched & allowed)
+        if len(candidates) == 0:
+            return []
+        keep = min(limit + 1, len(candidates))  # one more: the row just outside must be told apart too
+        edge = np.partition(scores[candidates], len(candidates) - keep)[len(candidates) - keep]
+        top = candidates[scores[candidates] >= edge]  # every row tied at the edge, in row order
+        top = top[np.argsort(-scores[top], kind="stable")][:keep]  # equal scores stay in rowid order
+        ranked = scores[top]
+        gaps = ranked[:-1] - ranked[1:]
+        if np.any((gaps > 0) & (gaps <= TIE * ranked[:-1])):
+            return None
+        return [(self.ids[i], float(scores[i])) for i in top[:limit]]

@@ -1,0 +1,273 @@
+"""SQLite's text arm (and through it the dedup lookup of every write) ranks in process
+(storage/term_index.py) with every filter as a row mask, and gives what FTS5's bm25() gives: the
+same memories, in the same order, with the same scores to the last bit — ties, possessives (a
+two-token phrase), contexts, past versions, another user's rows, a write's own rows, deletes and
+edits, and each filter a search can carry."""
+
+from __future__ import annotations
+
+import itertools
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cortadel_server.storage.base import SUPERSEDED, MemoryFilters, MemoryRecord
+from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.storage.term_index import TermIndex, Totals
+
+NAMES = ["Priya", "Tom", "Ana", "Kenji"]
+PLACES = ["Porto", "Lisbon", "Osaka"]
+#: sentences of one shape: many rows score exactly alike, so the order of ties is compared too
+TEMPLATES = ["{n}'s sister moved to {p}.", "{n} likes tea in {p}.", "{n} cooks ramen with {m} in {p} every Sunday."]
+QUERIES = [
+    "Priya's sister moved to Porto.", "Tom likes tea in Lisbon.", "Priya's", "tea Osaka", "Where does Kenji's sister live?", "ramen Sunday Porto Lisbon",
+    "sister", "nothing matches zzz",
+]
+FILTERS = {
+    "current facts": MemoryFilters(),
+    "past versions too": MemoryFilters(include_superseded=True),
+    "superseded only": MemoryFilters(state=SUPERSEDED),
+    "memory type": MemoryFilters(memory_type="episodic"),
+    "category": MemoryFilters(categories=("travel",)),
+    "app": MemoryFilters(app_name="chat"),
+    "tag": MemoryFilters(tag="family"),
+    "session": MemoryFilters(session_id="alice-s7"),
+    "valid between": MemoryFilters(valid_between=(1e9 + 40, 1e9 + 200)),
+    "as of": MemoryFilters(as_of=1e9 + 150),
+    "ids": MemoryFilters(ids=tuple(f"alice-{i}" for i in range(0, 300, 3))),
+    "exclude ids": MemoryFilters(exclude_ids=tuple(f"alice-{i}" for i in range(0, 300, 2))),
+}
+
+
+def _texts(count: int, offset: int = 0) -> list[str]:
+    combos = itertools.cycle(itertools.product(TEMPLATES, NAMES, NAMES, PLACES))
+    return [t.format(n=n, m=m, p=p) for t, n, m, p in itertools.islice(combos, offset, offset + count)]
+
+
+def _insert(store: SqliteStorage, user: str, texts: list[str], start: int) -> None:
+    vector = np.ones(4, dtype=np.float32) / 2
+    for i, text in enumerate(texts, start):
+        store.insert_memory(
+            MemoryRecord(
+                id=f"{user}-{i}", user_id=user, text=text, created_at=1e9 + i, fingerprint=f"{user}{i}",
+                session_id=f"{user}-s{i // 3}",  # sessions of three: most rows have a context
+                memory_type="episodic" if i % 4 == 0 else "semantic", categories=["travel"] if i % 5 == 0 else [],
+                tags=["family"] if i % 6 == 0 else [], app_name="chat" if i % 2 else None,
+            ),
+            vector,
+        )
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> SqliteStorage:
+    store = SqliteStorage(tmp_path / "text.db")
+    with store.write():
+        _insert(store, "alice", _texts(300), 0)
+        _insert(store, "bob", _texts(200, offset=50), 0)  # another user: the table's totals, not alice's hits
+    for i in range(0, 300, 7):  # past versions: counted by BM25, returned only when a filter asks
+        store.update_memory("alice", f"alice-{i}", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
+    return store
+
+
+def _loaded(store: SqliteStorage) -> None:
+    """Wait for the loads of term indexes asked for so far (the loader runs them in order)."""
+    store._term_loader.submit(lambda: None).result()
+
+
+def _both(
+    store: SqliteStorage, query: str, filters: MemoryFilters, limit: int = 8, user: str = "alice"
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """``text_search``'s answer, from the term index (loaded at this point), and FTS5's."""
+    if store._search_terms(user) is None:
+        store._term_index(user)  # at once: the loader waits a while before loading again
+    assert store._search_terms(user) is not None or store.user_version(user) == 0
+    ranked = [(s.id, s.score) for s in store.text_search(user, query, filters, limit)]
+    fts5 = [(s.id, s.score) for s in store._fts5_text_search(user, query, filters, limit, context_weight=0.3)]
+    return ranked, fts5
+
+
+def _varints(blob: bytes) -> int:
+    """The sum of a docsize record's varints (each column's tokens; all below 128 here)."""
+    assert all(b < 0x80 for b in blob)
+    return sum(blob)
+
+
+def test_the_index_ranks_with_fts5s_formula_to_the_bit(store: SqliteStorage) -> None:
+    """``TermIndex.best`` alone, with the table's totals counted here from FTS5's own docsize
+    records: FTS5's scores, and its order of ties, for every query; a possessive is a phrase."""
+    index = store._term_index("alice")
+    assert index is not None and index.n == 300
+    assert store._conn().terms.phrases("Priya's sister")[0] == ["priya", "s"]
+    (rows,) = store._rows("SELECT count(*) FROM memories")[0]
+    totals = Totals(rows, sum(_varints(size) for (size,) in store._rows("SELECT sz FROM memories_fts_docsize")))
+    ties = 0
+    for query in QUERIES[:-1]:
+        fts5 = [(s.id, s.score) for s in store._fts5_text_search("alice", query, MemoryFilters(), 8, context_weight=0.3)]
+        assert index.best(store._conn().terms.phrases(query), lambda _: totals, limit=8) == fts5, query
+        ties += any(a[1] == b[1] for a, b in itertools.pairwise(fts5))
+    assert ties >= 2
+    assert _both(store, "sister", MemoryFilters(), user="nobody") == ([], [])
+
+
+def test_inserts_update_the_index_in_place_and_deletes_and_edits_reload_it(store: SqliteStorage) -> None:
+    index = store._term_index("alice")
+    with store.write("alice"):
+        _insert(store, "alice", _texts(10, offset=7), 400)
+    assert store._search_terms("alice") is index  # kept current by the write, not reloaded
+    assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
+    store.delete_memories("alice", [f"alice-{i}" for i in range(0, 60, 2)])
+    assert store._search_terms("alice") is None  # stale: the next search loads it again
+    assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
+    reloaded = store._search_terms("alice")
+    store.update_memory("alice", "alice-3", text="Priya's sister moved to Porto.")  # its text and its successor's context
+    assert reloaded is not None and store._search_terms("alice") is None
+    assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
+
+
+@pytest.mark.parametrize("name", FILTERS)
+def test_every_filter_ranks_as_fts5_does(store: SqliteStorage, name: str) -> None:
+    filters = FILTERS[name]
+    ties = 0
+    for query in QUERIES:
+        ranked, fts5 = _both(store, query, filters)
+        assert ranked == fts5, (name, query)
+        ties += any(a[1] == b[1] for a, b in itertools.pairwise(fts5))
+        # The answer came from the index: it ranks the same rows itself, with the filter as a mask.
+        index = store._term_index("alice")
+        assert index is not None
+        allowed = index.rows_of(store._filtered_ids("alice", filters)) if filters.narrows else index.current()
+        phrases = store._conn().terms.phrases(query)
+        assert index.best_among(phrases, lambda p: store._fts_totals("memories_fts", "alice", p), allowed, limit=8) == ranked, query
+    if name in ("current facts", "past versions too"):
+        assert ties >= 2  # the order of equal scores was part of what was compared
+
+
+def test_the_filters_keep_what_they_name(store: SqliteStorage) -> None:
+    texts = _texts(300)
+
+    def holds(i: int, word: str) -> bool:  # in its text, or in its context (the text before it in its session)
+        return word in texts[i] or (i % 3 != 0 and word in texts[i - 1])
+
+    past, _ = _both(store, "sister", MemoryFilters(state=SUPERSEDED), limit=300)
+    assert {memory_id for memory_id, _ in past} == {f"alice-{i}" for i in range(0, 300, 7) if holds(i, "sister")} != set()
+    current, _ = _both(store, "ramen", MemoryFilters(), limit=300)
+    assert {memory_id for memory_id, _ in current} == {f"alice-{i}" for i in range(300) if i % 7 and holds(i, "ramen")}
+    session, _ = _both(store, "ramen", MemoryFilters(session_id="alice-s33"))
+    assert {memory_id for memory_id, _ in session} == {"alice-99", "alice-100", "alice-101"}  # its three, all about ramen
+
+
+def test_another_context_weight_is_ranked_by_fts5(store: SqliteStorage) -> None:
+    # The index holds one context weight; a recipe with another gets FTS5's ranking of it.
+    heavier = [(s.id, s.score) for s in store.text_search("alice", "ramen", MemoryFilters(), 300, context_weight=0.8)]
+    assert heavier == [
+        (s.id, s.score) for s in store._fts5_text_search("alice", "ramen", MemoryFilters(), 300, context_weight=0.8)
+    ]
+    assert heavier[0][1] > _both(store, "ramen", MemoryFilters(), limit=300)[0][0][1]  # the context counts more
+
+
+def test_a_search_inside_a_write_sees_its_rows_and_after_a_rollback_only_what_committed(store: SqliteStorage) -> None:
+    assert _both(store, "Zanzibar", MemoryFilters()) == ([], [])
+    with pytest.raises(RuntimeError), store.write("alice"):
+        _insert(store, "alice", ["Priya's sister moved to Zanzibar."], 300)
+        ranked, fts5 = _both(store, "Zanzibar", MemoryFilters(include_superseded=True))
+        assert ranked == fts5 and [memory_id for memory_id, _ in ranked] == ["alice-300"]
+        raise RuntimeError("roll back")
+    assert _both(store, "Zanzibar", MemoryFilters(include_superseded=True)) == ([], [])
+
+
+def test_a_cold_search_is_ranked_by_fts5_while_the_index_loads_off_the_request(store: SqliteStorage, tmp_path: Path) -> None:
+    fts5 = [(s.id, s.score) for s in store._fts5_text_search("alice", "tea Osaka", MemoryFilters(), 8, context_weight=0.3)]
+    restarted = SqliteStorage(tmp_path / "text.db")  # a new process: no index in memory
+    try:
+        assert restarted._terms.current("alice", restarted.user_version("alice")) is None
+        assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
+        _loaded(restarted)
+        index = restarted._search_terms("alice")
+        assert index is not None and index.n == 300
+        assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
+        # A user without memories asks for no load.
+        assert restarted._search_terms("nobody") is None and ("_term_index", "nobody") not in restarted._term_loads
+    finally:
+        restarted.close()
+
+
+def test_the_index_loaded_at_once_equals_the_one_built_row_by_row(store: SqliteStorage) -> None:
+    loaded = store._term_index("alice")
+    assert loaded is not None
+    rows = store._rows("SELECT id, text, context, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+                       "WHERE user_id = 'alice' ORDER BY rowid")
+    stems = store._conn().terms.stems
+    built = TermIndex(loaded.version, [(i, stems(t) if t else [], stems(c) if c else [], bool(cur)) for i, t, c, cur in rows],
+                      context_weight=0.3)
+    for query in QUERIES:
+        phrases = store._conn().terms.phrases(query)
+        for limit in (1, 8, 300):
+            assert loaded.best(phrases, lambda p: store._fts_totals("memories_fts", "alice", p), limit=limit) == \
+                built.best(phrases, lambda p: store._fts_totals("memories_fts", "alice", p), limit=limit), (query, limit)
+    assert loaded.ids == built.ids and loaded.n == built.n == 300
+
+
+def _sessions(store: SqliteStorage, query: str, limit: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """``session_search``'s answer, from the session index (loaded at this point), and FTS5's."""
+    if store._for_search(store._sessions, store._session_index, "alice") is None:
+        store._session_index("alice")
+    ranked = [(s.id, s.score) for s in store.session_search("alice", query, limit)]
+    return ranked, [(s.id, s.score) for s in store._fts5_session_search("alice", query, limit)]
+
+
+def test_sessions_rank_as_fts5_ranks_them_and_a_write_leaves_the_index_behind(store: SqliteStorage) -> None:
+    ties = 0
+    for query in QUERIES:
+        for limit in (3, 200):
+            ranked, fts5 = _sessions(store, query, limit)
+            assert ranked == fts5, (query, limit)
+            ties += any(a[1] == b[1] for a, b in itertools.pairwise(fts5))
+            sessions = store._sessions.current("alice", store.user_version("alice"))
+            assert sessions is not None and sessions.terms.n == 100  # 300 memories in sessions of three
+            index = sessions.terms
+            phrases = store._conn().terms.phrases(query)
+            assert index.best_among(
+                phrases, partial(store._fts_totals, "session_docs_fts", "alice"), index.current(), limit=limit
+            ) == ranked
+    assert ties >= 2
+    sister = _sessions(store, "sister", 200)[0]
+    assert {session_id for session_id, _ in sister} == {f"alice-s{i // 3}" for i, text in enumerate(_texts(300)) if "sister" in text}
+
+    # A write grows a document: the index is no longer current, FTS5 answers until it is loaded again.
+    with store.write("alice"):
+        _insert(store, "alice", ["Kenji's sister moved to Zanzibar."], 300)
+    assert store._sessions.current("alice", store.user_version("alice")) is None
+    assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
+    ranked, fts5 = _sessions(store, "Zanzibar sister", 200)
+    assert ranked == fts5 and ranked[0][0] == "alice-s100"
+
+
+def test_imported_session_documents_move_the_users_version(store: SqliteStorage) -> None:
+    store._session_index("alice")
+    version = store.user_version("alice")
+    store.load_sessions("alice", [("imported", "Tom's sister moved to Zanzibar.")])
+    assert store.user_version("alice") == version + 1
+    assert store._sessions.current("alice", store.user_version("alice")) is None
+    ranked, fts5 = _sessions(store, "Zanzibar", 3)
+    assert ranked == fts5 and [session_id for session_id, _ in ranked] == ["imported"]
+
+
+def test_session_members_of_current_facts_come_from_the_session_index(store: SqliteStorage) -> None:
+    wanted = ["alice-s0", "alice-s2", "alice-s33", "alice-s99", "no-such-session", "alice-s2"]
+    with store.write("alice"):  # inside a write: the query
+        queried = store.session_members("alice", wanted, MemoryFilters())
+        everything = store.session_members("alice", wanted, MemoryFilters(include_superseded=True))
+    store._session_index("alice")
+    assert store.session_members("alice", wanted, MemoryFilters()) == queried == {
+        "alice-s0": ["alice-1", "alice-2"],  # alice-0 is a past version
+        "alice-s2": ["alice-6", "alice-8"],
+        "alice-s33": ["alice-99", "alice-100", "alice-101"],
+        "alice-s99": ["alice-297", "alice-298", "alice-299"],
+    }
+    assert store.session_members("alice", wanted, MemoryFilters(include_superseded=True)) == everything
+    assert everything["alice-s0"] == ["alice-0", "alice-1", "alice-2"]
+    # A past version made after the load: the index is behind, the query answers.
+    store.update_memory("alice", "alice-100", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
+    assert store.session_members("alice", ["alice-s33"], MemoryFilters()) == {"alice-s33": ["alice-99", "alice-101"]}
