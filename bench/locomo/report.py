@@ -206,13 +206,16 @@ The full report (per-category tables, definitions, charts) is written to `bench/
 
 def write(run: dict[str, Any], out_dir: Path, doc: Path | None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    prefix = "locomo-quick" if run["meta"]["quick"] else "locomo"
+    # A run on both backends is a comparison of its own (docs/scaling.md): it leaves the SQLite
+    # report, its charts and the headline of docs/benchmarks.md alone.
+    both = run["meta"].get("backend") == "both"
+    prefix = ("locomo-quick" if run["meta"]["quick"] else "locomo") + ("-backends" if both else "")
     json_path = out_dir / f"{prefix}.json"
     md_path = out_dir / f"{prefix}.md"
     json_path.write_text(json.dumps(run, indent=2) + "\n")
     md_path.write_text(markdown(run))
     written = [json_path, md_path]
-    if not run["meta"]["quick"]:
+    if not run["meta"]["quick"] and not both:
         written += charts(run["systems"], out_dir)
         if doc is not None:
             meta = run["meta"]

@@ -41,7 +41,9 @@ class ServerPlan:
     variants: tuple[Variant, ...]
 
     def label(self, variant: Variant) -> str:
-        return "bm25" if variant is BM25 else f"{variant.name} · {self.config.name}"
+        if variant is BM25:  # needs no embedder: named by its backend alone
+            return "bm25" if self.config.backend == "sqlite" else f"bm25 · {self.config.backend}"
+        return f"{variant.name} · {self.config.name}"
 
 
 def with_reranker(config: ServerConfig, reranker_model: str | None) -> ServerConfig:

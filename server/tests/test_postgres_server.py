@@ -124,3 +124,35 @@ def test_identical_concurrent_adds_over_two_replicas_leave_one_row(replicas: lis
         listed = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": "racer"}, timeout=30).json()
         assert listed["total"] == 1
         assert listed["items"][0]["content"] == "User's locker code is 4471."
+
+
+def vector_hits(client: httpx.Client, user_id: str, query: str) -> list[tuple[str, str]]:
+    """(id, content) of a search by the vector arm alone."""
+    found = client.post("/api/v1/memories/search", json={"user_id": user_id, "query": query, "top_k": 3, "mode": "vector"})
+    assert found.status_code == 200
+    return [(r["id"], r["content"]) for r in found.json()["results"]]
+
+
+def test_a_replica_searching_vectors_in_process_sees_the_other_replicas_writes(replicas: list[ServerProcess]) -> None:
+    # B caches the user's vectors at its first search; every later write goes through A, so B
+    # finds them only if it notices the user's version moved and reloads.
+    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas)
+    with a, b:
+        ids = []
+        for text, _ in FACTS[:3]:
+            added = a.post("/api/v1/memories", json={"user_id": "vectors", "text": text, "infer": False})
+            assert added.status_code == 200 and added.json()["event"] == "ADD"
+            ids.append(added.json()["id"])
+            assert vector_hits(b, "vectors", text)[0] == (ids[-1], text)
+        assert {i for i, _ in vector_hits(b, "vectors", FACTS[0][0])} == set(ids)
+
+        deleted = a.request("DELETE", "/api/v1/memories", json={"user_id": "vectors", "memory_ids": [ids[1]]})
+        assert deleted.status_code == 200 and deleted.json()["message"] == "Deleted 1 memory"
+        assert {i for i, _ in vector_hits(b, "vectors", FACTS[1][0])} == {ids[0], ids[2]}
+
+        # A replica that wrote itself keeps its cache current too (write-through), then sees A's write.
+        own = b.post("/api/v1/memories", json={"user_id": "vectors", "text": FACTS[3][0], "infer": False}).json()["id"]
+        assert vector_hits(b, "vectors", FACTS[3][0])[0] == (own, FACTS[3][0])
+        last = a.post("/api/v1/memories", json={"user_id": "vectors", "text": FACTS[4][0], "infer": False}).json()["id"]
+        assert vector_hits(b, "vectors", FACTS[4][0])[0] == (last, FACTS[4][0])
+        assert vector_hits(a, "vectors", FACTS[3][0])[0] == (own, FACTS[3][0])

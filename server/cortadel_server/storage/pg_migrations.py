@@ -256,6 +256,112 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX memories_rowid ON memories(rowid);
         """,
     ),
+    Migration(
+        "0006_bm25_statistics",
+        """
+        -- The full-text arm computes the BM25 of SQLite's FTS5 (storage/postgres.py ranked_sql), so
+        -- it indexes the tokens FTS5 indexes: the stems of Porter's original stemmer (FTS5's porter
+        -- tokenizer; Snowball's English one stems otherwise: "generously", "skies"), of the words
+        -- FTS5's unicode61 tokenizer cuts, accents folded (search_words). BM25 also needs each
+        -- row's length in tokens (tokens) and the user's total (term_stats.tokens).
+        CREATE TEXT SEARCH DICTIONARY cortadel_porter (TEMPLATE = snowball, Language = porter);
+        ALTER TEXT SEARCH CONFIGURATION cortadel
+            ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH cortadel_porter;
+        DROP TEXT SEARCH DICTIONARY cortadel_stem;
+
+        -- Text as unicode61 cuts it: every ASCII character but a letter or a digit separates words
+        -- (PostgreSQL's parser keeps "advice/assistance", "3.5" or "self-care" whole as well), and
+        -- accents are folded (as text.words() folds the query's: "café" was not found).
+        CREATE FUNCTION search_words(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT regexp_replace(regexp_replace(normalize(t, NFKD), '[\\u0300-\\u036f]', '', 'g'),
+                                        '[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]', ' ', 'g') $$;
+        -- how many tokens a search vector holds (each position one token)
+        CREATE FUNCTION tsvector_tokens(v tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest(v) $$;
+
+        -- The stored vectors were made by the old configuration: made again, with each row's length
+        -- in tokens, by a trigger instead of generated columns: a generated length would tokenise
+        -- the text a second time (a generated column cannot read another), at every append to a
+        -- session document too: writing a LoCoMo session's document took 5.8 ms so, 3.2 ms by the
+        -- trigger, 1.9 ms before this step (medians, load average 6).
+        ALTER TABLE memories DROP COLUMN search CASCADE;  -- its index and update trigger come back below
+        ALTER TABLE memories ADD COLUMN search tsvector, ADD COLUMN tokens integer;
+        ALTER TABLE session_docs DROP COLUMN search CASCADE;
+        ALTER TABLE session_docs
+            -- FTS5 orders equal scores by insertion: so does ranked_sql, for sessions too
+            ADD COLUMN rowid bigint GENERATED ALWAYS AS IDENTITY,
+            ADD COLUMN search tsvector,
+            ADD COLUMN tokens integer;
+        -- a memory's text weighted A, its context B (text_search weighs B by the context weight)
+        CREATE FUNCTION index_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_TABLE_NAME = 'memories' THEN
+                NEW.search := setweight(to_tsvector('cortadel', search_words(NEW.text)), 'A')
+                              || setweight(to_tsvector('cortadel', search_words(NEW.context)), 'B');
+            ELSE
+                NEW.search := to_tsvector('cortadel', search_words(NEW.text));
+            END IF;
+            NEW.tokens := tsvector_tokens(NEW.search);
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER memories_index BEFORE INSERT OR UPDATE OF text, context ON memories
+            FOR EACH ROW EXECUTE FUNCTION index_terms();
+        CREATE TRIGGER session_docs_index BEFORE INSERT OR UPDATE OF text ON session_docs
+            FOR EACH ROW EXECUTE FUNCTION index_terms();
+        UPDATE memories SET text = text;
+        UPDATE session_docs SET text = text;
+        ALTER TABLE memories ALTER COLUMN search SET NOT NULL, ALTER COLUMN tokens SET NOT NULL;
+        ALTER TABLE session_docs ALTER COLUMN search SET NOT NULL, ALTER COLUMN tokens SET NOT NULL;
+        CREATE INDEX memories_search ON memories USING gin(search);
+        CREATE INDEX session_docs_search ON session_docs USING gin(search);
+
+        -- tokens: kept on the '' row (every row) only: the tokens of all the user's rows, whose
+        -- mean is BM25's average document length; 0 on a lexeme's row.
+        ALTER TABLE term_stats ADD COLUMN tokens bigint NOT NULL DEFAULT 0;
+        TRUNCATE term_stats;
+        INSERT INTO term_stats(user_id, doc_table, lexeme, df, tokens)
+            SELECT user_id, 'memories', lexeme, count(*), coalesce(sum(tokens) FILTER (WHERE lexeme = ''), 0)
+            FROM memories, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme
+            UNION ALL
+            SELECT user_id, 'session_docs', lexeme, count(*), coalesce(sum(tokens) FILTER (WHERE lexeme = ''), 0)
+            FROM session_docs, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme;
+        CREATE OR REPLACE FUNCTION count_terms() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO term_stats AS t(user_id, doc_table, lexeme, df, tokens)
+                SELECT user_id, TG_TABLE_NAME, lexeme, count(*), coalesce(sum(tokens) FILTER (WHERE lexeme = ''), 0)
+                FROM new_rows, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme
+                ON CONFLICT (user_id, doc_table, lexeme) DO UPDATE SET df = t.df + excluded.df, tokens = t.tokens + excluded.tokens;
+            ELSIF TG_OP = 'DELETE' THEN
+                UPDATE term_stats t SET df = t.df - gone.n, tokens = t.tokens - gone.tokens
+                FROM (SELECT user_id, lexeme, count(*) AS n, coalesce(sum(tokens) FILTER (WHERE lexeme = ''), 0) AS tokens
+                      FROM old_rows, unnest(array_prepend('', tsvector_to_array(search))) lexeme GROUP BY user_id, lexeme) gone
+                WHERE t.user_id = gone.user_id AND t.doc_table = TG_TABLE_NAME AND t.lexeme = gone.lexeme;
+            ELSE  -- only the lexemes that came or went, and the length: a session document grows by appending
+                INSERT INTO term_stats AS t(user_id, doc_table, lexeme, df, tokens)
+                SELECT NEW.user_id, TG_TABLE_NAME, lexeme, sum(delta), sum(tokens)
+                FROM (SELECT unnest(tsvector_to_array(NEW.search)) AS lexeme, 1 AS delta, 0 AS tokens
+                      UNION ALL SELECT unnest(tsvector_to_array(OLD.search)), -1, 0
+                      UNION ALL SELECT '', 0, NEW.tokens - OLD.tokens) changed
+                GROUP BY lexeme HAVING sum(delta) <> 0 OR sum(tokens) <> 0
+                ON CONFLICT (user_id, doc_table, lexeme) DO UPDATE SET df = t.df + excluded.df, tokens = t.tokens + excluded.tokens;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memories_terms_changed AFTER UPDATE OF text, context ON memories
+            FOR EACH ROW WHEN (OLD.search IS DISTINCT FROM NEW.search) EXECUTE FUNCTION count_terms();
+        CREATE TRIGGER session_docs_terms_changed AFTER UPDATE OF text ON session_docs
+            FOR EACH ROW WHEN (OLD.search IS DISTINCT FROM NEW.search) EXECUTE FUNCTION count_terms();
+        """,
+    ),
+    Migration(
+        "0007_last_written",
+        """
+        -- The memory a user last wrote with an app (pipeline/episodes.py, at every add): one index
+        -- entry, where memories_user_created filtered every row of another app.
+        CREATE INDEX memories_user_app_created ON memories(user_id, app_name, created_at DESC, rowid DESC);
+        """,
+    ),
 )
 
 

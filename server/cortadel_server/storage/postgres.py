@@ -4,8 +4,12 @@ tsvector full-text search, for several stateless server processes on one databas
 Transactions: ``write()`` runs on one pooled connection held by the writing thread; each user is
 locked (``pg_advisory_xact_lock``) at the first method called for them inside it, so writers of one
 user take turns across processes while writers of different users run side by side. Reads outside
-``write()`` run in autocommit on any pooled connection. Nothing is cached in process: vector search
-runs in the database, so a write of another replica is seen by the next query.
+``write()`` run in autocommit on any pooled connection.
+
+Vectors are searched in process, exactly, as on SQLite (storage/vector_cache.py): each search reads
+the user's version first and reloads the user's vectors when the cached entry is at another one,
+so a write of another replica is seen by the next search; writes of this process keep the entry
+current (write-through).
 
 Every statement on user data filters on ``user_id`` (each table leads its primary key with it), so
 the schema can be distributed by ``user_id``. psycopg errors become ``StorageError`` in one place,
@@ -14,10 +18,11 @@ the schema can be distributed by ``user_id``. psycopg errors become ``StorageErr
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -73,6 +78,7 @@ from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summar
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+from cortadel_server.storage.vector_cache import UserVectors, VectorCache
 
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
 
@@ -102,36 +108,60 @@ def tsquery_terms(query: str) -> list[str]:
     return ["'" + t.replace("'", "''").replace("\\", "") + "'" for t in query_terms(query)]
 
 
-def ranked_sql(table: str, key: str, where: str) -> str:
-    """Full-text matches of ``table`` ranked the way BM25 ranks them, as near as tsvector allows.
+#: the constants of FTS5's bm25() (fts5_aux.c), which SQLite's backend ranks with
+_K1 = 1.2
+_B = 0.75
+#: FTS5 floors the IDF of a word in more than half the rows here, so it still counts a little
+_IDF_FLOOR = 1e-6
 
-    ts_rank alone has no inverse document frequency: on generated memories its top 5 shared 58%
-    with SQLite's BM25. Summing each word's ts_rank (normalised by document length) weighted by the
-    word's BM25 IDF over the user's rows shares 80% (docs/scaling.md). The document frequencies
-    are read from ``term_stats`` (kept by triggers, pg_migrations 0004), not counted per query:
-    that count was most of a search's time at 10,000 memories. A word of several lexemes (a
-    hyphenated one) takes the smallest count of its lexemes. Parameters, in order: the user id,
-    the quoted words (a text[]), the user id, the ts_rank weights, the words OR-ed, then those of
-    ``where``.
+
+def ranked_sql(table: str, key: str, where: str) -> str:
+    """Full-text matches of ``table`` ranked by the BM25 that SQLite's FTS5 computes, best first,
+    equal scores in insertion order (``rowid``) as FTS5 gives them.
+
+    FTS5's bm25() term for term: per query word, the IDF ln((N - n + 0.5) / (n + 0.5)) floored at
+    1e-6, times f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)), where f is the word's weighted
+    frequency in the row (an occurrence in the text counts 1, in the context the context weight),
+    D the row's tokens and avgdl the mean tokens of the user's rows. ts_rank_cd with normalisation
+    0 gives f exactly: for a one-lexeme query (or a phrase) each occurrence is a cover of its own
+    weight. The sum of ts_rank times a smoothed IDF (ln(1 + …): never near 0, where FTS5 all but
+    drops a word in half the rows, like a speaker's name) used before put 89% of SQLite's top 5 in
+    its own on LoCoMo turns; this puts 99%, and on one user's store the same scores (docs/scaling.md).
+    N, n and the token totals come from ``term_stats`` (kept by triggers, pg_migrations 0004 and
+    0006), not counted per query: that count was most of a search's time at 10,000 memories.
+
+    Where it still differs from FTS5: the statistics are the user's own (FTS5's N and avgdl span
+    every user of the file); a word of several lexemes ("caroline's") takes the smallest count of
+    its lexemes where FTS5 counts the phrase; PostgreSQL's Porter stems words of two letters ("us"
+    to "u") that FTS5 leaves alone. Parameters, in order: the user id, the quoted words (a text[]),
+    the user id, the ts_rank_cd weights, the words OR-ed, then those of ``where``, then the limit.
     """
     return f"""
-        WITH words AS MATERIALIZED (  -- once per query, not once per matching row
-            SELECT to_tsquery('cortadel', w.word) AS q, ln(1 + (n.n - s.df + 0.5) / (s.df + 0.5)) AS idf
-            FROM (SELECT df::float AS n FROM term_stats
-                  WHERE user_id = %s AND doc_table = '{table}' AND lexeme = '') n,
-                 unnest(%s::text[]) w(word),
+        WITH totals AS MATERIALIZED (
+            SELECT df::float8 AS n, greatest(tokens, 1)::float8 / greatest(df, 1) AS avgdl FROM term_stats
+            WHERE user_id = %s AND doc_table = '{table}' AND lexeme = ''
+        ), words AS MATERIALIZED (  -- once per query, not once per matching row; the IDF times (k1 + 1)
+            SELECT to_tsquery('cortadel', w.word) AS q,
+                   ({_K1}::float8 + 1) * greatest(ln((totals.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) AS idf
+            FROM totals, unnest(%s::text[]) w(word),
                  LATERAL (SELECT coalesce(min(t.df), 0) AS df FROM term_stats t
                           WHERE t.user_id = %s AND t.doc_table = '{table}'
                             AND t.lexeme = ANY(tsvector_to_array(to_tsvector('cortadel', w.word)))) s
-        ), weights AS (SELECT %s::real[] AS w)
-        -- each matching row read once, its words scored in place (a join on words fetched the row
-        -- once per word it holds, then grouped)
+        ), bm25 AS (  -- k1 (1 - b + b D / avgdl) = base + per_token D
+            SELECT %s::real[] AS weights, {_K1}::float8 * (1 - {_B}) AS base, {_K1}::float8 * {_B} / totals.avgdl AS per_token
+            FROM totals
+        )
+        -- Each matching row read once, its words scored in place (a join on words fetched the row
+        -- once per word it holds, then grouped). f (k1 + 1) / (f + norm) is written (k1 + 1) /
+        -- (1 + norm / f) to call ts_rank_cd once per word (a lateral f cost a sixth more); a word
+        -- found only where it weighs 0 (f = 0) adds nothing, as in FTS5.
         SELECT d.{key},
-               (SELECT sum(words.idf * ts_rank(weights.w, d.search, words.q, 1)) FROM words WHERE d.search @@ words.q)
-               AS score
-        FROM {table} d, weights
+               coalesce((SELECT sum(words.idf / (1 + (bm25.base + bm25.per_token * d.tokens)
+                                                    / nullif(ts_rank_cd(bm25.weights, d.search, words.q, 0), 0)))
+                         FROM words WHERE d.search @@ words.q), 0) AS score
+        FROM {table} d, bm25
         WHERE d.search @@ to_tsquery('cortadel', %s) AND {where}
-        ORDER BY score DESC, d.{key} LIMIT %s"""
+        ORDER BY score DESC, d.rowid LIMIT %s"""
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -139,20 +169,31 @@ def vector_literal(vector: np.ndarray) -> str:
 
 
 def _weights(context_weight: float) -> list[float]:
-    """ts_rank's weights for the labels D, C, B, A: context is B, text is A."""
+    """ts_rank_cd's weights for the labels D, C, B, A: context is B, text is A."""
     return [0.0, 0.0, context_weight, 1.0]
 
 
-#: ts_rank's weights for a document of one unlabelled (D) column
+#: ts_rank_cd's weights for a document of one unlabelled (D) column
 _UNWEIGHTED = [1.0, 0.0, 0.0, 0.0]
 
 
 class _Transaction:
-    """The writing thread's open transaction: its connection and the users it holds the turn of."""
+    """The writing thread's open transaction: its connection, the users it holds the turn of, and
+    the version it moved each user it changed to."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
         self.users: set[str] = set()
+        self.bumped: dict[str, int] = {}
+
+
+def _check_if_readable(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it hands out, without a round trip while nothing is wrong:
+    an idle connection has nothing to read unless the server closed it (a restart, a crash) or
+    said something, and only then is it pinged (and replaced if dead). A ping at every checkout
+    was a third of a search's time (five checkouts a search)."""
+    if select.select([conn.fileno()], [], [], 0)[0]:
+        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 class PostgresStorage(Storage):
@@ -162,6 +203,7 @@ class PostgresStorage(Storage):
         self.location = _redacted(url)
         self._query_timeout = query_timeout
         self._local = threading.local()
+        self._vectors = VectorCache()
         # Named in pg_stat_activity and the server's log (the SQL audit reads it), unless the URL names it.
         connect: dict[str, Any] = {
             "autocommit": True, "connect_timeout": 10, "options": f"-c statement_timeout={int(query_timeout * 1000)}",
@@ -191,7 +233,7 @@ class PostgresStorage(Storage):
             kwargs=connect,
             # A connection is checked as it leaves the pool: after a database restart the dead
             # ones are replaced instead of failing one request each.
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=_check_if_readable,
             timeout=query_timeout,
             name="cortadel",
             open=True,
@@ -286,19 +328,37 @@ class PostgresStorage(Storage):
                     if user_id is not None:
                         self._take_turn(tx, user_id)
                     yield
+            except BaseException:
+                for bumped in tx.bumped:  # the cache may hold what never committed
+                    self._vectors.drop(bumped)
+                raise
             finally:
                 self._local.tx = None
 
-    def _bump(self, user_id: str) -> None:
-        """Move the user's version on. A user erased and written again starts above every version
-        an erased user had, so no cache of the erased data ever looks current."""
-        self._rows(
+    def _bump(self, user_id: str, change: Callable[[UserVectors], None] | None = None) -> None:
+        """Move the user's version on, once per transaction, and apply ``change`` to their cached
+        vectors, write-through (a later change of the same transaction amends the entry).
+
+        The cached entry follows only when it reflects the version just before; anything else (a
+        write of another process in between) drops it, to be reloaded on demand. The user's turn
+        (advisory lock) is held, so no other process moves the version meanwhile. A user erased
+        and written again starts above every version an erased user had, so no cache of the erased
+        data ever looks current. Called inside ``write()``.
+        """
+        tx = self._open_tx()
+        assert tx is not None, "_bump runs inside write()"
+        if user_id in tx.bumped:
+            self._vectors.amend(user_id, tx.bumped[user_id], change)
+            return
+        version = int(self._rows(
             user_id,
             "INSERT INTO user_versions(user_id, version) VALUES "
             f"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '{VERSION_FLOOR}'), 0)) "
-            "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1",
+            "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1 RETURNING version",
             (user_id,),
-        )
+        )[0][0])
+        tx.bumped[user_id] = version
+        self._vectors.advance(user_id, version, change)
 
     def user_version(self, user_id: str) -> int:
         rows = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
@@ -313,12 +373,12 @@ class PostgresStorage(Storage):
         with self.write():
             values["context"] = context_for(self._last_text(user_id, memory.session_id))
             names = list(values)
-            self._rows(
+            rowid = self._rows(
                 user_id,
                 f"INSERT INTO memories({', '.join(names)}, embedding) "
-                f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector)",
+                f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector) RETURNING rowid",
                 [*values.values(), vector_literal(embedding)],
-            )
+            )[0][0]
             if memory.session_id is not None:
                 self._rows(
                     user_id,
@@ -326,7 +386,8 @@ class PostgresStorage(Storage):
                     "ON CONFLICT(user_id, session_id) DO UPDATE SET text = session_docs.text || %s || excluded.text",
                     (user_id, memory.session_id, memory.text, SEPARATOR),
                 )
-            self._bump(user_id)
+            vector = np.asarray(embedding, dtype=np.float32)
+            self._bump(user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
         unknown = set(fields) - UPDATABLE_COLUMNS
@@ -336,14 +397,15 @@ class PostgresStorage(Storage):
         assignments = ", ".join(f"{k} = %s" for k in values)
         with self.write():
             touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
-            self._rows(
+            now_current = self._rows(
                 user_id,
-                f"UPDATE memories SET {assignments} WHERE user_id = %s AND id = %s",
+                f"UPDATE memories SET {assignments} WHERE user_id = %s AND id = %s RETURNING {_CURRENT}",
                 [*values.values(), user_id, memory_id],
             )
             if touched or fields.get("session_id"):
                 rebuild_sessions(self, user_id, [*touched, fields.get("session_id")])
-            self._bump(user_id)
+            flag = bool(now_current[0][0]) if now_current else False
+            self._bump(user_id, lambda entry: entry.set_current(memory_id, flag))
 
     @staticmethod
     def _record(row: Sequence[Any]) -> MemoryRecord:
@@ -384,10 +446,13 @@ class PostgresStorage(Storage):
         return self._record(rows[0]) if rows else None
 
     def last_written(self, user_id: str, app_name: str | None) -> MemoryRecord | None:
+        # "IS NULL" or "= %s", not "IS NOT DISTINCT FROM %s": the planner can use no index for that
+        # one and scanned and sorted all the user's rows (17 ms an add at 10,000 memories).
+        app = "app_name IS NULL" if app_name is None else "app_name = %s"
         rows = self._rows(
             user_id,
-            f"{SELECT_MEMORY} WHERE user_id = %s AND app_name IS NOT DISTINCT FROM %s ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (user_id, app_name),
+            f"{SELECT_MEMORY} WHERE user_id = %s AND {app} ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            (user_id, *([] if app_name is None else [app_name])),
         )
         return self._record(rows[0]) if rows else None
 
@@ -424,7 +489,7 @@ class PostgresStorage(Storage):
             )
             # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
             rebuild_sessions(self, user_id, sessions)
-            self._bump(user_id)
+            self._bump(user_id, lambda entry: entry.remove(existing))
             return len(existing)
 
     def delete_user(self, user_id: str) -> dict[str, int]:
@@ -438,7 +503,9 @@ class PostgresStorage(Storage):
             if version:
                 floor = int(self._meta(VERSION_FLOOR) or 0)
                 self._set_meta(VERSION_FLOOR, str(max(floor, int(version[0][0]))))
-            return {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
+            counts = {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
+        self._vectors.drop(user_id)
+        return counts
 
     # -- session documents and turn context ------------------------------------------------------
     def _last_text(self, user_id: str, session_id: str | None) -> list[str]:
@@ -522,21 +589,57 @@ class PostgresStorage(Storage):
         )
         return [ScoredId(found, float(score)) for found, score in rows]
 
+    def _user_vectors(self, user_id: str) -> UserVectors | None:
+        """The user's embeddings: the cached entry when it is at the user's version, else a reload.
+
+        Writes in this process keep the entry current (``_bump``), so a reload happens on first use,
+        after another process wrote, or after a rollback. A reload reads the version and the rows
+        in one statement, so in one snapshot: the entry holds exactly the rows of its version.
+        """
+        version_rows = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
+        if not version_rows:
+            return None
+        cached = self._vectors.current(user_id, int(version_rows[0][0]))
+        if cached is not None:
+            return cached
+        # vector_send: the binary form (a 4-byte header, then big-endian float4s), no text parsing
+        rows = self._rows(
+            user_id,
+            "SELECT (SELECT version FROM user_versions WHERE user_id = %s), rowid, id, vector_send(embedding), "
+            f"{_CURRENT} FROM memories WHERE user_id = %s AND embedding IS NOT NULL ORDER BY rowid",
+            (user_id, user_id),
+        )
+        if not rows or rows[0][0] is None:
+            return None
+        dim = (len(rows[0][3]) - 4) // 4
+        # A vector of another dimension (before a reindex) stays zero: it cannot match.
+        blobs = b"".join(bytes(r[3][4:]) if len(r[3]) == dim * 4 + 4 else bytes(dim * 4) for r in rows)
+        entry = UserVectors(
+            version=int(rows[0][0]),
+            dim=dim,
+            rowids=[r[1] for r in rows],
+            ids=[r[2] for r in rows],
+            vectors=np.frombuffer(blobs, dtype=">f4").astype(np.float32).reshape(len(rows), dim),
+            current=[bool(r[4]) for r in rows],
+        )
+        # Inside a write, rows this transaction changed may never commit: cache only a clean view.
+        tx = self._open_tx()
+        if tx is None or user_id not in tx.bumped:
+            self._vectors.put(user_id, entry)
+        return entry
+
     def vector_search(
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
     ) -> list[ScoredId]:
+        # Exact search by inner product (the embeddings are unit vectors: the cosine similarity),
+        # in process, as SQLite does: the backends rank alike.
+        entry = self._user_vectors(user_id)
+        if entry is None or entry.dim != len(vector):
+            return []
+        if not filters.narrows:
+            return entry.nearest(vector, limit)
         where, params = self._where(user_id, filters)
-        literal = vector_literal(vector)
-        # Exact search by inner product (the embeddings are unit vectors: the cosine similarity);
-        # a vector of another dimension (before a reindex) cannot match.
-        rows = self._rows(
-            user_id,
-            f"SELECT id, -(embedding <#> %s::vector) AS score FROM memories "
-            f"WHERE {where} AND embedding IS NOT NULL AND vector_dims(embedding) = %s "
-            "ORDER BY embedding <#> %s::vector, rowid LIMIT %s",
-            [literal, *params, len(vector), literal, limit],
-        )
-        return [ScoredId(memory_id, float(score)) for memory_id, score in rows]
+        return entry.nearest(vector, limit, allowed=(r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)))
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
