@@ -49,6 +49,8 @@ class ServerConfig:
     #: storage backend: "sqlite" (a file in the data folder) or "postgres" (a fresh database on a
     #: PostgreSQL this process starts, cortadel_server.testing_postgres)
     backend: str = "sqlite"
+    #: an existing database to serve (a store filled beforehand) instead of a fresh one of ``backend``
+    database_url: str | None = None
 
     def from_source(self, source: Path) -> ServerConfig:
         return dataclasses.replace(self, source=source)
@@ -146,7 +148,7 @@ def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0,
     port = free_port()
     log_path = data_dir.with_suffix(".log")
     env = {**os.environ, "CORTADEL_LOG_LEVEL": "warning", **config.env, "PYTHONPATH": python_path(config.source)}
-    database = database_for(config.backend)
+    database = config.database_url or database_for(config.backend)
     if database:
         env["CORTADEL_DATABASE_URL"] = database
     cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db")]

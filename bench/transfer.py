@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,29 +52,47 @@ def store_env(backend: str, name: str, work: Path) -> dict[str, str]:
     return {"CORTADEL_DATA": str(work / f"{name}.db")}
 
 
-def fill(env: dict[str, str], memories: int, dim: int, model: str) -> None:
+#: a user's rows: (user, count) -> (texts, unit vectors), both in load order
+RowSource = Callable[[str, int], tuple[list[str], np.ndarray]]
+
+
+def templated_rows(dim: int) -> RowSource:
+    """Texts from one template and random unit vectors: enough to time copying rows, not to search them."""
+    rng = np.random.default_rng(1)
+
+    def rows(user: str, count: int) -> tuple[list[str], np.ndarray]:
+        vectors = rng.standard_normal((count, dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        texts = [f"User {user} likes {THINGS[i % 10]} and lives in {CITIES[(i // 10) % 10]} (note {i})." for i in range(count)]
+        return texts, vectors
+
+    return rows
+
+
+def fill(env: dict[str, str], memories: int, dim: int, model: str, rows: RowSource, *, per_user: int = PER_USER,
+         progress: Callable[[int], None] | None = None) -> None:
+    """Write ``memories`` rows, ``per_user`` to a user (user-0000, user-0001, …), one COPY per user."""
     from cortadel_server.storage.base import HistoryEntry, MemoryRecord, StoredMemory
     from cortadel_server.transfer.migrate import open_location
 
     store = open_location(env.get("CORTADEL_DATABASE_URL") or env["CORTADEL_DATA"])
-    rng = np.random.default_rng(1)
     try:
         store.ensure_vector_index(dim, model)
-        for first in range(0, memories, PER_USER):
-            user = f"user-{first // PER_USER:04d}"
-            vectors = rng.standard_normal((min(PER_USER, memories - first), dim)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            rows = [
+        for first in range(0, memories, per_user):
+            user = f"user-{first // per_user:04d}"
+            texts, vectors = rows(user, min(per_user, memories - first))
+            stored = [
                 StoredMemory(MemoryRecord(
-                    id=f"{user}-{i:05d}", user_id=user, created_at=1_790_000_000.0 + i,
-                    text=f"User {user} likes {THINGS[i % 10]} and lives in {CITIES[(i // 10) % 10]} (note {i}).",
+                    id=f"{user}-{i:05d}", user_id=user, created_at=1_790_000_000.0 + i, text=text,
                     fingerprint=f"{user}-{i}", session_id=f"s{i // 10}", metadata={"n": i},
                 ), "", vector.tobytes())
-                for i, vector in enumerate(vectors)
+                for i, (text, vector) in enumerate(zip(texts, vectors, strict=True))
             ]
             with store.write(user):
-                store.load_memories(user, rows)
-                store.load_history(user, [HistoryEntry(r.record.id, "ADD", r.record.created_at, {"source": "add"}) for r in rows])
+                store.load_memories(user, stored)
+                store.load_history(user, [HistoryEntry(r.record.id, "ADD", r.record.created_at, {"source": "add"}) for r in stored])
+            if progress:
+                progress(first + len(stored))
     finally:
         store.close()
 
@@ -113,7 +132,7 @@ def main() -> None:
     if args.memories:
         source = store_env(args.backend, "source", work)
         started = time.perf_counter()
-        fill(source, args.memories, dim, model)
+        fill(source, args.memories, dim, model, templated_rows(dim))
         report["fill_seconds"] = round(time.perf_counter() - started, 1)
 
         exported = work / "export.jsonl"

@@ -104,22 +104,25 @@ async def search_latency(api: BenchClient, users: Sequence[str], queries: Sequen
     return {**latency_summary(seconds), "mean_results": round(hits / len(queries), 2), "server_phases": latency_summary(phases)}
 
 
-async def search_throughput(api: BenchClient, users: Sequence[str], queries: Sequence[str], *, clients: int = 8, seconds: float = 15.0) -> dict[str, Any]:
-    """``clients`` concurrent loops of hybrid searches for ``seconds``; completed searches per second."""
+async def search_throughput(api: BenchClient | Sequence[BenchClient], users: Sequence[str], queries: Sequence[str], *, clients: int = 8,
+                            seconds: float = 15.0) -> dict[str, Any]:
+    """``clients`` concurrent loops of hybrid searches for ``seconds``; completed searches per second.
+    Given several servers' clients (replicas of one store), loop c sends to server c mod their count."""
+    apis = [api] if isinstance(api, BenchClient) else list(api)
     deadline = time.perf_counter() + seconds
     latencies: list[float] = []
 
     async def client(offset: int) -> None:
         i = offset
         while time.perf_counter() < deadline:
-            _, elapsed = await api.search(users[i % len(users)], queries[i % len(queries)], top_k=10, mode="hybrid")
+            _, elapsed = await apis[offset % len(apis)].search(users[i % len(users)], queries[i % len(queries)], top_k=10, mode="hybrid")
             latencies.append(elapsed)
             i += clients
 
     started = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
     elapsed = time.perf_counter() - started
-    return {"clients": clients, "seconds": round(elapsed, 1), "searches": len(latencies),
+    return {"clients": clients, "servers": len(apis), "seconds": round(elapsed, 1), "searches": len(latencies),
             "searches_per_second": round(len(latencies) / elapsed, 1), "latency": latency_summary(latencies)}
 
 
