@@ -46,7 +46,9 @@ def test_an_inferred_episode_feeds_the_context_column_and_the_session_arm(api: h
     # The reply is found through the question written before it in its episode.
     assert [(r["id"], r["text_rank"]) for r in text] == [(asked, 1), (answer, 2)]
     hybrid = search(api, user, "pottery workshop")["results"]
-    assert [r["id"] for r in hybrid[:3]] == [asked, answer, later]
+    # The question and its reply lead (which of the two first depends on BM25's IDF, which counts
+    # every user's rows in the file); the rest of the episode follows through the session arm.
+    assert {r["id"] for r in hybrid[:2]} == {asked, answer} and hybrid[2]["id"] == later
     assert hybrid[2]["attributes"]["arms"]["session"] == {"rank": 1}
     assert "text" not in hybrid[2]["attributes"]["arms"]
 
