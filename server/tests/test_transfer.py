@@ -170,7 +170,7 @@ def test_export_carries_every_row_with_both_time_axes(written: tuple[Store, dict
     assert [e for e in events if e[0] == ids["berlin"] and e[1] != "ENRICH"] == [(ids["berlin"], "ADD"), (ids["berlin"], "SUPERSEDE")]
     supersede = next(line for line in exported if line["type"] == "event" and line["event"] == "SUPERSEDE")
     assert supersede["detail"]["superseded_by"] == ids["paris"]
-    assert not any("4471" in json.dumps(line) for line in exported)  # deleted text left history too
+    assert not [line for line in exported if "4471" in json.dumps(line)]  # deleted text left history too
     entities = [line for line in exported if line["type"] == "entity" and line["user_id"] == "alice"]
     assert entities == [  # in the order first seen; verbatim adds (infer false) link none
         {"type": "entity", "user_id": "alice", "canonical": "berlin", "kind": "place", "aliases": ["berlin"], "memories": [ids["berlin"]]},
