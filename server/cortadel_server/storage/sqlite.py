@@ -88,6 +88,23 @@ class _Sessions:
 _Loaded = TypeVar("_Loaded", bound=Versioned)
 
 
+def _user_vectors_of(version: int, rows: list[tuple[Any, ...]]) -> UserVectors | None:
+    """A user's ``UserVectors`` from their rows (rowid, id, embedding, current), in rowid order."""
+    if not rows:
+        return None
+    dim = len(rows[0][2]) // 4
+    # A vector of another dimension (before a reindex) stays zero: it cannot match.
+    blobs = b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows)
+    return UserVectors(
+        version=version,
+        dim=dim,
+        rowids=[r[0] for r in rows],
+        ids=[r[1] for r in rows],
+        vectors=np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), dim),
+        current=[bool(r[3]) for r in rows],
+    )
+
+
 def user_key(user_id: str) -> str:
     """A single FTS token standing for one user (user ids may hold any characters)."""
     return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
@@ -711,12 +728,14 @@ class SqliteStorage(Storage):
         )
         return [ScoredId(memory_id, -rank) for memory_id, rank in rows]
 
-    def _cached_or_rows(
-        self, user_id: str, cache: VersionedCache[_Loaded], sql: str
-    ) -> tuple[int, _Loaded | None, list[tuple[Any, ...]]] | None:
-        """The user's version, and ``cache``'s entry at it or else (None) the rows of ``sql`` (one
-        parameter: the user id) read in the same snapshot, to build the entry from; None for a
-        user who never wrote."""
+    def _cached_or_loaded(
+        self, user_id: str, cache: VersionedCache[_Loaded], sql: str,
+        build: Callable[[int, list[tuple[Any, ...]]], _Loaded | None],
+    ) -> _Loaded | None:
+        """``cache``'s entry for the user when it is at the user's version; else one ``build`` makes
+        of that version and the rows of ``sql`` (one parameter: the user id), both read in one
+        snapshot, and caches. Inside a write the view may hold rows that never commit: a rollback
+        drops the entry (caching it, a batch for a new user no longer reloads per memory)."""
         in_write = self._write_owner == threading.get_ident()
         if not in_write:
             self._exec("BEGIN")
@@ -726,44 +745,27 @@ class SqliteStorage(Storage):
                 return None
             version = version_rows[0][0]
             cached = cache.current(user_id, version)
-            return version, cached, [] if cached is not None else self._rows(sql, (user_id,))
+            if cached is not None:
+                return cached
+            rows = self._rows(sql, (user_id,))
         finally:
             if not in_write:
                 self._exec("COMMIT")
+        entry = build(version, rows)
+        if entry is not None:
+            cache.put(user_id, entry)
+        return entry
 
     def _user_vectors(self, user_id: str) -> UserVectors | None:
         """The user's embeddings: the cached entry when it is at the user's version, else a reload.
-
         Writes in this process keep the entry current (``_bump``), so a reload happens on first use,
-        after another process wrote, or after a rollback. Version and rows are read in one snapshot.
-        """
-        found = self._cached_or_rows(
+        after another process wrote, or after a rollback."""
+        return self._cached_or_loaded(
             user_id, self._vectors,
             "SELECT rowid, id, embedding, expired_at IS NULL AND invalid_at IS NULL FROM memories "
             "WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
+            _user_vectors_of,
         )
-        if found is None:
-            return None
-        version, cached, rows = found
-        if cached is not None:
-            return cached
-        if not rows:
-            return None
-        dim = len(rows[0][2]) // 4
-        # A vector of another dimension (before a reindex) stays zero: it cannot match.
-        blobs = b"".join(r[2] if len(r[2]) == dim * 4 else bytes(dim * 4) for r in rows)
-        entry = UserVectors(
-            version=version,
-            dim=dim,
-            rowids=[r[0] for r in rows],
-            ids=[r[1] for r in rows],
-            vectors=np.frombuffer(blobs, dtype=np.float32).reshape(len(rows), dim),
-            current=[bool(r[3]) for r in rows],
-        )
-        # Inside a write this view may hold rows that never commit: a rollback drops the entry
-        # (caching it, a batch for a new user no longer reloads every vector per memory).
-        self._vectors.put(user_id, entry)
-        return entry
 
     def vector_search(
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
@@ -778,34 +780,29 @@ class SqliteStorage(Storage):
 
     # -- the term index (text_search, and through it the dedup lookup of every write) ------------
     def _term_index(self, user_id: str) -> TermIndex | None:
-        """The user's term index: the cached one when it is at the user's version, else a reload
-        (version and rows in one snapshot, as ``_user_vectors``)."""
-        found = self._cached_or_rows(
+        """The user's term index: the cached one when it is at the user's version, else a reload."""
+        stems = self._conn().terms.stems
+
+        def build(version: int, rows: list[tuple[Any, ...]]) -> TermIndex:
+            stemmed: dict[str, list[str]] = {}  # a row's context is mostly the text before it: stem each once
+
+            def terms(text: str | None) -> list[str]:
+                if not text:
+                    return []
+                found = stemmed.get(text)
+                if found is None:
+                    found = stemmed[text] = stems(text)
+                return found
+
+            return TermIndex.load(
+                version, [(i, terms(t), terms(c), bool(cur)) for i, t, c, cur in rows], context_weight=CONTEXT_WEIGHT
+            )
+
+        return self._cached_or_loaded(
             user_id, self._terms,
             "SELECT id, text, context, expired_at IS NULL AND invalid_at IS NULL FROM memories WHERE user_id = ? ORDER BY rowid",
+            build,
         )
-        if found is None:
-            return None
-        version, cached, rows = found
-        if cached is not None:
-            return cached
-        stems = self._conn().terms.stems
-        stemmed: dict[str, list[str]] = {}  # a row's context is mostly the text before it: stem each once
-
-        def terms(text: str | None) -> list[str]:
-            if not text:
-                return []
-            found = stemmed.get(text)
-            if found is None:
-                found = stemmed[text] = stems(text)
-            return found
-
-        index = TermIndex.load(
-            version, [(i, terms(t), terms(c), bool(cur)) for i, t, c, cur in rows], context_weight=CONTEXT_WEIGHT
-        )
-        # Inside a write this view may hold rows that never commit: a rollback drops the entry.
-        self._terms.put(user_id, index)
-        return index
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
