@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 from bench.console import log
 from bench.errors import BenchError
 from bench.locomo import report
-from bench.locomo.dataset import load
+from bench.locomo.dataset import dataset_meta, load
 from bench.locomo.run import as_dicts, run_all
 from bench.locomo.systems import server_plans
 from bench.provenance import git_commit, load_average
@@ -60,10 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     run = {
         "meta": {
             "started_at": started,
-            "data": args.data.name,
-            "data_sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
-            "conversations": len(conversations),
-            "questions": sum(len(c.questions) for c in conversations),
+            **dataset_meta(args.data, conversations),
             "skipped_questions_without_evidence": sum(c.skipped_questions for c in conversations),
             "top_k": 10,
             "git_commit": git_commit(),

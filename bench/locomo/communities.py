@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import sys
 import time
@@ -34,7 +33,7 @@ from bench.client import BenchClient
 from bench.console import log
 from bench.errors import BenchError, DatasetError
 from bench.locomo.__main__ import DEFAULT_DATA
-from bench.locomo.dataset import Conversation, load
+from bench.locomo.dataset import Conversation, dataset_meta, load
 from bench.locomo.evaluate import TOP_K, Answers, ranked_turns, score
 from bench.locomo.ingest import ingest_facts
 from bench.markdown import table
@@ -163,10 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     run = {
         "meta": {
             "started_at": started,
-            "data": args.data.name,
-            "data_sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
-            "conversations": len(conversations),
-            "questions": sum(len(c.questions) for c in conversations),
+            **dataset_meta(args.data, conversations),
             "candidates": CANDIDATES,
             "top_k": TOP_K,
             "rank_offset": RANK_OFFSET,

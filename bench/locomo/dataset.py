@@ -15,6 +15,7 @@ name a turn of the conversation are kept; questions left without evidence are sk
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -124,3 +125,13 @@ def load(path: Path) -> list[Conversation]:
         return [_conversation(sample) for sample in samples]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DatasetError(f"{path}: not a readable LoCoMo-format file ({exc})") from exc
+
+
+def dataset_meta(path: Path, conversations: list[Conversation]) -> dict[str, object]:
+    """What a report says of the data it ran on: the file, its hash, and how much of it was used."""
+    return {
+        "data": path.name,
+        "data_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "conversations": len(conversations),
+        "questions": sum(len(c.questions) for c in conversations),
+    }
