@@ -31,7 +31,7 @@ from bench.errors import BenchError
 from bench.markdown import replace_section, table
 from bench.perf.corpus import queries, sentences
 from bench.provenance import busy_note, git_commit, load_average
-from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, python_path, snapshot_server, start_server
+from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, python_path, snapshot_server, start_server, work_folder
 
 USER = "side-by-side"
 
@@ -91,12 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.perf.side_by_side: mem0ai is not in {args.mem0_path}; see this module's docstring", file=sys.stderr)
         return 1
     started, load_start = datetime.now(UTC).isoformat(timespec="seconds"), load_average()
-    workdir = REPO_ROOT / "bench" / ".work"
-    workdir.mkdir(parents=True, exist_ok=True)
     try:
-        with tempfile.TemporaryDirectory(dir=workdir, prefix="side-") as tmp:
-            source, server_code = snapshot_server(Path(tmp))
-            with start_server(WORDLLAMA.from_source(source), Path(tmp)) as server:
+        with work_folder("side") as tmp:
+            source, server_code = snapshot_server(tmp)
+            with start_server(WORDLLAMA.from_source(source), tmp) as server:
                 ours = asyncio.run(cortadel(server.base_url, args.memories, args.queries))
             theirs = mem0(args.mem0_path, source, args.memories, args.queries)
     except BenchError as exc:
