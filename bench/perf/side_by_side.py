@@ -3,11 +3,13 @@
     python -m bench.perf.side_by_side                       # 2,000 memories, 200 searches
     python -m bench.perf.side_by_side --memories 10000 --mem0-path /tmp/mem0
 
-Cortadel is a fresh server measured over HTTP (client wall clock, JSON included); mem0 is its
-Python library in a subprocess (``bench.perf.mem0_runner``; no HTTP, so the ratios favour it),
-with the same wordllama embedder, its local Qdrant store and ``infer=False``. Both load the same
-sentences for one user one add at a time, then answer the same questions (top 10). mem0ai lives in
-its own folder: ``.venv/bin/pip install --target bench/.work/mem0 -r bench/requirements-mem0.txt``.
+Each system loads the same sentences for one user one add at a time (``infer=False``), then
+answers the same questions (top 10), with the same wordllama embedder. Three runs in turn: mem0 as
+a Python library over its local Qdrant store, Cortadel as a library (``MemoryService``) — both in
+a subprocess timed by the same loop (``bench.perf.in_process``), the like-for-like ratio — and
+Cortadel as a fresh server over HTTP (client wall clock, JSON included), which mem0's library is
+spared. mem0ai lives in its own folder:
+``.venv/bin/pip install --target bench/.work/mem0 -r bench/requirements-mem0.txt``.
 """
 
 from __future__ import annotations
@@ -55,27 +57,33 @@ async def cortadel(base_url: str, memories: int, n_queries: int) -> dict[str, An
     return {"add_ms": _ms(adds), "search_ms": _ms(searches)}
 
 
-def mem0(mem0_path: Path, source: Path, memories: int, n_queries: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bench-mem0-out-") as tmp:
-        out = Path(tmp) / "mem0.json"
-        cmd = [sys.executable, "-m", "bench.perf.mem0_runner", "--user", USER, "--memories", str(memories),
+def in_process(system: str, source: Path, memories: int, n_queries: int, *, mem0_path: Path) -> dict[str, Any]:
+    """``system`` driven as a library in a subprocess (``bench.perf.in_process``), no HTTP."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{system}-out-") as tmp:
+        out = Path(tmp) / "times.json"
+        cmd = [sys.executable, "-m", "bench.perf.in_process", "--system", system, "--user", USER, "--memories", str(memories),
                "--queries", str(n_queries), "--out", str(out)]
         env = {**os.environ, "PYTHONPATH": python_path(mem0_path, REPO_ROOT, source), "MEM0_TELEMETRY": "False"}
         done = subprocess.run(cmd, env=env, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            raise BenchError(f"mem0 failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+            raise BenchError(f"{system} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
         answer = json.loads(out.read_text())
     return {"add_ms": _ms(answer["add_seconds"]), "search_ms": _ms(answer["search_seconds"])}
 
 
 def results_table(results: dict[str, Any]) -> str:
-    ours, theirs = results["cortadel"], results["mem0"]
+    http, ours, theirs = results["cortadel"], results["cortadel_in_process"], results["mem0"]
+
+    def pair(m: dict[str, Any], key: str) -> str:
+        return f"{m[key]['p50']:.2f} / {m[key]['p95']:.2f}"
+
     rows = [
-        [what, f"{ours[key]['p50']:.2f} / {ours[key]['p95']:.2f}", f"{theirs[key]['p50']:.2f} / {theirs[key]['p95']:.2f}",
-         f"{theirs[key]['p50'] / ours[key]['p50']:.1f}×", target]
+        [what, pair(ours, key), pair(theirs, key), f"{theirs[key]['p50'] / ours[key]['p50']:.1f}×", pair(http, key),
+         f"{theirs[key]['p50'] / http[key]['p50']:.1f}×", target]
         for what, key, target in (("single add, `infer: false`", "add_ms", "≥ 3×"), ("search, top 10", "search_ms", "≥ 10×"))
     ]
-    return table(["operation", "Cortadel p50 / p95 ms (HTTP)", "mem0 p50 / p95 ms (in process)", "Cortadel faster by (p50)", "target"], rows)
+    return table(["operation", "Cortadel p50 / p95 ms (in process)", "mem0 p50 / p95 ms (in process)", "Cortadel faster by (p50, both in process)",
+                  "Cortadel p50 / p95 ms (over HTTP)", "Cortadel over HTTP faster by (p50)", "target"], rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,20 +104,22 @@ def main(argv: list[str] | None = None) -> int:
             source, server_code = snapshot_server(tmp)
             with start_server(WORDLLAMA.from_source(source), tmp) as server:
                 ours = asyncio.run(cortadel(server.base_url, args.memories, args.queries))
-            theirs = mem0(args.mem0_path, source, args.memories, args.queries)
+            ours_in_process = in_process("cortadel", source, args.memories, args.queries, mem0_path=args.mem0_path)
+            theirs = in_process("mem0", source, args.memories, args.queries, mem0_path=args.mem0_path)
     except BenchError as exc:
         print(f"bench.perf.side_by_side: {exc}", file=sys.stderr)
         return 1
     command = f"python -m bench.perf.side_by_side --memories {args.memories} --queries {args.queries}"
     meta = {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": WORDLLAMA.name,
             "cpus": os.cpu_count(), "command": command, "load_average": [load_start, load_average()]}
-    run = {"meta": meta, "results": {"cortadel": ours, "mem0": theirs}}
+    run = {"meta": meta, "results": {"cortadel": ours, "cortadel_in_process": ours_in_process, "mem0": theirs}}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "mem0-side-by-side.json").write_text(json.dumps(run, indent=2) + "\n")
     body = "\n\n".join([
         f"## Side by side with mem0 OSS (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
         (f"Measured {started} at git {meta['git_commit']} with `{command}`: {args.memories:,} memories of one user "
-         f"added one at a time, then {args.queries:,} searches, by each system in turn."),
+         f"added one at a time, then {args.queries:,} searches, by each system in turn. The ratios are mem0's p50 over "
+         "Cortadel's: both as libraries in process, and Cortadel's server over HTTP against mem0's library."),
         busy_note(*meta["load_average"]),
         results_table(run["results"]),
     ])
