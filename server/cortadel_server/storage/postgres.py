@@ -9,7 +9,9 @@ user take turns across processes while writers of different users run side by si
 Vectors are searched in process, exactly, as on SQLite (storage/vector_cache.py): each search reads
 the user's version first and reloads the user's vectors when the cached entry is at another one,
 so a write of another replica is seen by the next search; writes of this process keep the entry
-current (write-through).
+current (write-through). The full-text arm over memories is ranked in process the same way
+(storage/pg_lexemes.py: each user's rows by lexeme, the scores of ``ranked_sql`` bit for bit);
+session documents, and queries with a word of several lexemes, are ranked in SQL.
 
 Every statement on user data filters on ``user_id`` (each table leads its primary key with it), so
 the schema can be distributed by ``user_id``. psycopg errors become ``StorageError`` in one place,
@@ -75,12 +77,22 @@ from cortadel_server.storage.curation_columns import (
 )
 from cortadel_server.storage.filters import Dialect, where_clause
 from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summarise_users
+from cortadel_server.storage.pg_lexemes import UserLexemes
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
-from cortadel_server.storage.vector_cache import UserVectors, VectorCache
+from cortadel_server.storage.vector_cache import UserVectors, VectorCache, VersionedCache
 
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
+#: a memory row's full-text data for storage/pg_lexemes.py: its tokens and its search vector as
+#: text (parsed in process: unnest(search) per row made loading 10,000 rows take 0.45 s, not 0.04)
+_LEXEMES = "tokens, search::text"
+#: the full-text rows held in process, all users together (least recently used users go first):
+#: some 200 MB at about 15 lexemes a row
+_CACHED_TEXT_ROWS = 500_000
+#: a user's memories from which their full-text arm is ranked in process: below it SQL takes a few
+#: ms, and loading the rows would cost a user's first search more than it saves (1,000 rows: 60 ms)
+TEXT_IN_PROCESS_FROM = 2_000
 
 #: advisory lock class of a user's writer turn (the object is the hash of the user id)
 _USER_LOCK = 1
@@ -134,7 +146,12 @@ def ranked_sql(table: str, key: str, where: str) -> str:
     every user of the file); a word of several lexemes ("caroline's") takes the smallest count of
     its lexemes where FTS5 counts the phrase; PostgreSQL's Porter stems words of two letters ("us"
     to "u") that FTS5 leaves alone. Parameters, in order: the user id, the quoted words (a text[]),
-    the user id, the ts_rank_cd weights, the words OR-ed, then those of ``where``, then the limit.
+    the user id, the ts_rank_cd weights, the user id, the words, the words OR-ed, then those of
+    ``where``, then the limit.
+
+    The rows are found through the user's keyed lexemes (``user_lexemes``, pg_migrations 0008), an
+    index that holds the user's key with each lexeme, so a search reads the rows of its user only,
+    however many users share the table; ``search @@`` then keeps the rows that match the query.
     """
     return f"""
         WITH totals AS MATERIALIZED (
@@ -144,12 +161,16 @@ def ranked_sql(table: str, key: str, where: str) -> str:
             SELECT to_tsquery('cortadel', w.word) AS q,
                    ({_K1}::float8 + 1) * greatest(ln((totals.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) AS idf
             FROM totals, unnest(%s::text[]) w(word),
-                 LATERAL (SELECT coalesce(min(t.df), 0) AS df FROM term_stats t
-                          WHERE t.user_id = %s AND t.doc_table = '{table}'
-                            AND t.lexeme = ANY(tsvector_to_array(to_tsvector('cortadel', w.word)))) s
+                 -- each of the word's lexemes looked up by the whole key: = ANY(…) was a filter over
+                 -- all the user's lexemes, tokenising the word again for each (39 of a sentence's 63 ms)
+                 LATERAL (SELECT coalesce(min((SELECT t.df FROM term_stats t WHERE t.user_id = %s
+                                               AND t.doc_table = '{table}' AND t.lexeme = l.lexeme)), 0) AS df
+                          FROM unnest(tsvector_to_array(to_tsvector('cortadel', w.word))) l(lexeme)) s
         ), bm25 AS (  -- k1 (1 - b + b D / avgdl) = base + per_token D
             SELECT %s::real[] AS weights, {_K1}::float8 * (1 - {_B}) AS base, {_K1}::float8 * {_B} / totals.avgdl AS per_token
             FROM totals
+        ), query AS MATERIALIZED (  -- once: a prepared statement's generic plan made to_tsquery(…) at every row
+            SELECT keyed_lexemes(%s, to_tsvector('cortadel', %s)) AS keys, to_tsquery('cortadel', %s) AS matches
         )
         -- Each matching row read once, its words scored in place (a join on words fetched the row
         -- once per word it holds, then grouped). f (k1 + 1) / (f + norm) is written (k1 + 1) /
@@ -159,9 +180,21 @@ def ranked_sql(table: str, key: str, where: str) -> str:
                coalesce((SELECT sum(words.idf / (1 + (bm25.base + bm25.per_token * d.tokens)
                                                     / nullif(ts_rank_cd(bm25.weights, d.search, words.q, 0), 0)))
                          FROM words WHERE d.search @@ words.q), 0) AS score
-        FROM {table} d, bm25
-        WHERE d.search @@ to_tsquery('cortadel', %s) AND {where}
+        FROM {table} d, bm25, query
+        WHERE d.user_lexemes && query.keys AND d.search @@ query.matches AND {where}
         ORDER BY score DESC, d.rowid LIMIT %s"""
+
+
+def ranked_statement(
+    table: str, key: str, user_id: str, query: str, where: str, params: Sequence[Any], limit: int, weights: list[float]
+) -> tuple[str, list[Any]] | None:
+    """The full-text statement of :func:`ranked_sql` and its parameters, None when the query has no word."""
+    words = tsquery_terms(query)
+    if not words:
+        return None
+    return ranked_sql(table, key, where), [
+        user_id, words, user_id, weights, user_id, " ".join(words), " | ".join(words), *params, limit,
+    ]
 
 
 def vector_literal(vector: np.ndarray) -> str:
@@ -199,11 +232,16 @@ def _check_if_readable(conn: psycopg.Connection[Any]) -> None:
 class PostgresStorage(Storage):
     backend = "postgres"
 
-    def __init__(self, url: str, *, query_timeout: float = 10.0, max_connections: int = 20) -> None:
+    def __init__(
+        self, url: str, *, query_timeout: float = 10.0, max_connections: int = 20,
+        text_in_process_from: int = TEXT_IN_PROCESS_FROM,
+    ) -> None:
         self.location = _redacted(url)
+        self._text_in_process_from = text_in_process_from
         self._query_timeout = query_timeout
         self._local = threading.local()
         self._vectors = VectorCache()
+        self._lexemes: VersionedCache[UserLexemes] = VersionedCache(_CACHED_TEXT_ROWS)
         # Named in pg_stat_activity and the server's log (the SQL audit reads it), unless the URL names it.
         connect: dict[str, Any] = {
             "autocommit": True, "connect_timeout": 10, "options": f"-c statement_timeout={int(query_timeout * 1000)}",
@@ -329,15 +367,20 @@ class PostgresStorage(Storage):
                         self._take_turn(tx, user_id)
                     yield
             except BaseException:
-                for bumped in tx.bumped:  # the cache may hold what never committed
+                for bumped in tx.bumped:  # the caches may hold what never committed
                     self._vectors.drop(bumped)
+                    self._lexemes.drop(bumped)
                 raise
             finally:
                 self._local.tx = None
 
-    def _bump(self, user_id: str, change: Callable[[UserVectors], None] | None = None) -> None:
+    def _bump(
+        self, user_id: str, change: Callable[[UserVectors], None] | None = None,
+        text_change: Callable[[UserLexemes], None] | None = None,
+    ) -> None:
         """Move the user's version on, once per transaction, and apply ``change`` to their cached
-        vectors, write-through (a later change of the same transaction amends the entry).
+        vectors and ``text_change`` to their cached full-text rows, write-through (a later change
+        of the same transaction amends the entries; None drops an entry, to be reloaded).
 
         The cached entry follows only when it reflects the version just before; anything else (a
         write of another process in between) drops it, to be reloaded on demand. The user's turn
@@ -349,6 +392,7 @@ class PostgresStorage(Storage):
         assert tx is not None, "_bump runs inside write()"
         if user_id in tx.bumped:
             self._vectors.amend(user_id, tx.bumped[user_id], change)
+            self._lexemes.amend(user_id, tx.bumped[user_id], text_change)
             return
         version = int(self._rows(
             user_id,
@@ -359,6 +403,7 @@ class PostgresStorage(Storage):
         )[0][0])
         tx.bumped[user_id] = version
         self._vectors.advance(user_id, version, change)
+        self._lexemes.advance(user_id, version, text_change)
 
     def user_version(self, user_id: str) -> int:
         rows = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
@@ -373,12 +418,12 @@ class PostgresStorage(Storage):
         with self.write():
             values["context"] = context_for(self._last_text(user_id, memory.session_id))
             names = list(values)
-            rowid = self._rows(
+            rowid, tokens, search = self._rows(
                 user_id,
                 f"INSERT INTO memories({', '.join(names)}, embedding) "
-                f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector) RETURNING rowid",
+                f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector) RETURNING rowid, {_LEXEMES}",
                 [*values.values(), vector_literal(embedding)],
-            )[0][0]
+            )[0]
             if memory.session_id is not None:
                 self._rows(
                     user_id,
@@ -387,7 +432,8 @@ class PostgresStorage(Storage):
                     (user_id, memory.session_id, memory.text, SEPARATOR),
                 )
             vector = np.asarray(embedding, dtype=np.float32)
-            self._bump(user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current))
+            self._bump(user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
+                       lambda text: text.append(rowid, memory.id, tokens, memory.is_current, search))
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
         unknown = set(fields) - UPDATABLE_COLUMNS
@@ -405,7 +451,10 @@ class PostgresStorage(Storage):
             if touched or fields.get("session_id"):
                 rebuild_sessions(self, user_id, [*touched, fields.get("session_id")])
             flag = bool(now_current[0][0]) if now_current else False
-            self._bump(user_id, lambda entry: entry.set_current(memory_id, flag))
+            # new text or contexts (the session rebuilt) change the rows' lexemes: reloaded
+            searched = {"text", "context", "session_id"} & set(fields)
+            self._bump(user_id, lambda entry: entry.set_current(memory_id, flag),
+                       None if searched else lambda text: text.set_current(memory_id, flag))
 
     @staticmethod
     def _record(row: Sequence[Any]) -> MemoryRecord:
@@ -505,6 +554,7 @@ class PostgresStorage(Storage):
                 self._set_meta(VERSION_FLOOR, str(max(floor, int(version[0][0]))))
             counts = {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
         self._vectors.drop(user_id)
+        self._lexemes.drop(user_id)
         return counts
 
     # -- session documents and turn context ------------------------------------------------------
@@ -574,20 +624,70 @@ class PostgresStorage(Storage):
     def text_search(
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float = CONTEXT_WEIGHT
     ) -> list[ScoredId]:
+        found = self._ranked_in_process(user_id, query, filters, limit, _weights(context_weight))
+        if found is not None:
+            return found
         where, params = self._where(user_id, filters, alias="d.")
         return self._ranked("memories", "id", user_id, query, where, params, limit, _weights(context_weight))
+
+    def _ranked_in_process(
+        self, user_id: str, query: str, filters: MemoryFilters, limit: int, weights: list[float]
+    ) -> list[ScoredId] | None:
+        """``_ranked`` on the user's cached rows (storage/pg_lexemes.py, the same scores), None
+        when SQL answers: a user with fewer memories than ``text_in_process_from``, a word of
+        several lexemes, or a user without a version (rows no write of this backend made). The
+        query's words are cut into lexemes by PostgreSQL, in the statement that reads the user's
+        version and row count."""
+        words = tsquery_terms(query)
+        if not words:
+            return []
+        rows = self._rows(
+            user_id,
+            "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
+            "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = ''), "
+            "array_agg(array_to_string(tsvector_to_array(to_tsvector('cortadel', w.word)), ' ') ORDER BY w.i) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY w(word, i)",
+            (user_id, user_id, words),
+        )
+        version, memories, lexemes = rows[0]
+        # no version: rows no write of the backend made (an old schema's, or SQL's)
+        if version is None or (memories or 0) < self._text_in_process_from or any(" " in lexeme for lexeme in lexemes):
+            return None
+        entry = self._lexemes.current(user_id, int(version)) or self._user_lexemes(user_id)
+        if entry is None:
+            return None
+        allowed = None
+        if filters.narrows:
+            where, params = self._where(user_id, filters)
+            allowed = [r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)]
+        return entry.best([lexeme.split() for lexeme in lexemes], weights, limit, allowed)
+
+    def _user_lexemes(self, user_id: str) -> UserLexemes | None:
+        """The user's rows by lexeme, read with their version in one statement (one snapshot);
+        cached unless this transaction changed the user (it may roll back)."""
+        rows = self._rows(
+            user_id,
+            f"SELECT (SELECT version FROM user_versions WHERE user_id = %s), rowid, id, {_LEXEMES}, {_CURRENT} "
+            "FROM memories WHERE user_id = %s ORDER BY rowid",
+            (user_id, user_id),
+        )
+        if not rows or rows[0][0] is None:
+            return None
+        entry = UserLexemes(int(rows[0][0]), ((rowid, memory_id, tokens, current, search)
+                                              for _, rowid, memory_id, tokens, search, current in rows))
+        tx = self._open_tx()
+        if tx is None or user_id not in tx.bumped:
+            self._lexemes.put(user_id, entry)
+        return entry
 
     def _ranked(
         self, table: str, key: str, user_id: str, query: str, where: str, params: list[Any], limit: int,
         weights: list[float],
     ) -> list[ScoredId]:
-        words = tsquery_terms(query)
-        if not words:
+        statement = ranked_statement(table, key, user_id, query, where, params, limit, weights)
+        if statement is None:
             return []
-        rows = self._rows(
-            user_id, ranked_sql(table, key, where), [user_id, words, user_id, weights, " | ".join(words), *params, limit]
-        )
-        return [ScoredId(found, float(score)) for found, score in rows]
+        return [ScoredId(found, float(score)) for found, score in self._rows(user_id, *statement)]
 
     def _user_vectors(self, user_id: str) -> UserVectors | None:
         """The user's embeddings: the cached entry when it is at the user's version, else a reload.
