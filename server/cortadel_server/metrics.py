@@ -55,7 +55,7 @@ RECENT_ERRORS = 50
 ERROR_MESSAGE_CHARS = 300
 
 #: the id of the request being served: set for each request, seen by the worker threads it runs
-#: (anyio copies the context into them), so a provider failure names the request it failed
+#: (the worker pools copy the context into them, workers.py), so a provider failure names the request it failed
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
 
 

@@ -108,7 +108,7 @@ def test_metrics_count_a_known_sequence_of_calls(fresh_server: ServerProcess) ->
         assert events["SUPERSEDE"] == 0
         # two REST searches and the MCP one, each through the default recipe's arms
         phases = series(samples, "cortadel_search_phase_duration_seconds_count", "phase")
-        assert phases == {"embed": 3, "text": 3, "vector": 3, "session": 3, "fusion": 3}
+        assert phases == {"embed": 3, "text": 3, "vector": 3, "session": 3, "fusion": 3, "records": 3}
         phase_seconds = series(samples, "cortadel_search_phase_duration_seconds_sum", "phase")
         assert all(0 < seconds < 5 for seconds in phase_seconds.values()), phase_seconds
         assert series(samples, "cortadel_provider_errors_total", "provider") == {"embedder": 0, "reranker": 0, "llm": 0}

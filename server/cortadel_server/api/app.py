@@ -9,14 +9,7 @@ from fastapi import FastAPI
 
 from cortadel_server import __version__, dashboard
 from cortadel_server.api import errors
-from cortadel_server.api.middleware import (
-    AuthMiddleware,
-    BodyLimitMiddleware,
-    InternalErrorMiddleware,
-    KeyUserDefaultMiddleware,
-    RequestIdMiddleware,
-)
-from cortadel_server.api.request_metrics import RequestMetricsMiddleware
+from cortadel_server.api.middleware import AccessMiddleware, RequestMiddleware
 from cortadel_server.api.routes import communities, debug, health, media, memories, operations, reconcile, users
 from cortadel_server.config import Settings
 
@@ -72,13 +65,9 @@ def create_app(settings: Settings, lifespan: Lifespan | None = None) -> FastAPI:
     app.include_router(communities.router)
     app.include_router(reconcile.router)
     app.include_router(dashboard.router)  # the web pages, at / and /ui/ (dashboard/)
-    # Added innermost first. A request meets: its request id, its timing into the metrics, the 500
-    # catcher (so a failure in any later layer still answers the contract's body), the key check
-    # (headers only), the body limit, then the key's user filled in as the default user_id.
-    app.add_middleware(KeyUserDefaultMiddleware)
-    app.add_middleware(BodyLimitMiddleware, limit_for=body_limits(settings))
-    app.add_middleware(AuthMiddleware, secret=settings.auth_secret, admin_key=settings.admin_key)
-    app.add_middleware(InternalErrorMiddleware)
-    app.add_middleware(RequestMetricsMiddleware)
-    app.add_middleware(RequestIdMiddleware)
+    # Added innermost first. A request meets: its request id, its timing into the metrics and the
+    # 500 catcher (so a failure in any later layer still answers the contract's body), then the key
+    # check (headers only), the body limit and the key's user filled in as the default user_id.
+    app.add_middleware(AccessMiddleware, secret=settings.auth_secret, admin_key=settings.admin_key, limit_for=body_limits(settings))
+    app.add_middleware(RequestMiddleware)
     return app

@@ -1,4 +1,5 @@
-"""Times every HTTP request into the server's metrics, under its operation and response status.
+"""The operation an HTTP request is counted under in the server's metrics (``RequestMiddleware``
+in api/middleware.py times every request under its operation and response status).
 
 The operation is the matched route's ``operation_id`` (``Memories_Search``), the route's name for
 the routes outside the contract (``mcp``, ``openapi``), or ``unmatched``: a bounded set of labels,
@@ -7,14 +8,11 @@ whatever paths clients send.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from cortadel_server.metrics import current_request_id
+from starlette.types import Scope
 
 
 def endpoints(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
@@ -45,36 +43,3 @@ def _name(route: BaseRoute) -> str:
     if isinstance(route, APIRoute) and route.operation_id:
         return route.operation_id
     return str(getattr(route, "name", None) or "unnamed")
-
-
-class RequestMetricsMiddleware:
-    """Outside every other layer but the request id, so refusals (401, 413) and 500s count too."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        # the request id for what runs inside (metrics' error ring names the request a provider failed)
-        id_token = current_request_id.set(scope.get("state", {}).get("request_id"))
-        status = 500  # what the client gets if nothing was sent (the 500 catcher answers first)
-
-        async def recording_send(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, recording_send)
-        finally:
-            application = scope["app"]  # set by Starlette before its middleware stack runs
-            service = getattr(application.state, "service", None)  # none in an app built only for its spec
-            if service is not None:
-                service.metrics.observe_request(
-                    operation_of(application.router.routes, scope), status, time.perf_counter() - started
-                )
-            current_request_id.reset(id_token)

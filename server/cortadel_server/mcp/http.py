@@ -4,7 +4,7 @@
     async with mcp_http.running():   # inside the application's lifespan
         ...
 
-The API key was already checked by ``AuthMiddleware`` (401 when missing or bad); here the path's
+The API key was already checked by ``AccessMiddleware`` (401 when missing or bad); here the path's
 user must be the key's user (403 otherwise, with the REST error body). The resolved ``Caller`` —
 path user, path client name and the optional ``Project`` header — rides in the request scope,
 where the one MCP server instance reads it back for every tool call.

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import Enum
+from itertools import islice
 
 import numpy as np
 
@@ -87,8 +88,8 @@ def session_arm(ctx: ArmContext, config: ArmConfig, limit: int) -> list[ScoredId
     """
     sessions = ctx.storage.session_search(ctx.request.user_id, ctx.request.query, config.sessions)
     members = ctx.session_members([s.id for s in sessions])
-    found = [ScoredId(memory_id, s.score) for s in sessions for memory_id in members[s.id]]
-    return found[:limit]
+    # Only what the limit keeps is built: three sessions hold well over `limit` members.
+    return list(islice((ScoredId(memory_id, s.score) for s in sessions for memory_id in members[s.id]), limit))
 
 
 def entity_arm(ctx: ArmContext, config: ArmConfig, limit: int) -> list[ScoredId]:

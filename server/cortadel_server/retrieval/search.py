@@ -161,9 +161,11 @@ class Retriever:
         ctx = ArmContext(self.storage, request, query_vector, time.time())
         found: dict[str, list[ScoredId]] = {}
         for arm_config in config.arms:
+            embedded = timings.get("embed_ms", 0.0)
             started = time.perf_counter()
             found[arm_config.arm.value] = ARMS[arm_config.arm](ctx, arm_config, max(arm_config.limit, request.top_k))
-            timings[f"{arm_config.arm.value}_ms"] = _ms(started)
+            # The query's embedding is a phase of its own, not part of the arm that first asked for it.
+            timings[f"{arm_config.arm.value}_ms"] = round(_ms(started) - (timings.get("embed_ms", 0.0) - embedded), 3)
 
         started = time.perf_counter()
         weights = {a.arm.value: a.weight for a in config.arms}
@@ -179,12 +181,16 @@ class Retriever:
         # Re-ranking stages look at a wider head than they return, so what they lift has been seen.
         reranking = config.question_weight != 1.0 or config.speaker_weight != 1.0 or config.session_decay is not None
         head_size = max(depth, config.rerank_depth) if reranking else depth
+        reading = time.perf_counter()
         records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:head_size]])
+        read_seconds = time.perf_counter() - reading
         lent: dict[str, str] = {}
         if config.neighbours is not None and fused:
             fused, lent = self._add_neighbours(ctx, fused, records, config.neighbours)
             missing = [mid for mid, _ in fused[:head_size] if mid not in records]
+            reading = time.perf_counter()
             records.update(self.storage.get_memories(request.user_id, missing))
+            read_seconds += time.perf_counter() - reading
         if config.question_weight != 1.0:
             head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
             fused = weigh_questions(head, {mid: records[mid].text for mid, _ in head}, config.question_weight)
@@ -195,7 +201,9 @@ class Retriever:
         if config.session_decay is not None:
             head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
             fused = spread_sessions(head, {mid: records[mid].session_id for mid, _ in head}, config.session_decay)
-        timings["fusion_ms"] = _ms(started)
+        # Reading the head's records is its own phase: it costs the same whatever the store's size.
+        timings["fusion_ms"] = round(_ms(started) - read_seconds * 1000, 3)
+        timings["records_ms"] = round(read_seconds * 1000, 3)
 
         hits = [
             Hit(

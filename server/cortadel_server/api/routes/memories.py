@@ -214,7 +214,7 @@ async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], servi
             include_faded=bool(body.include_faded),
         ),
     )
-    return JSONResponse(render.search_response(body.query, hits))
+    return render.CoreJSONResponse(render.search_response(body.query, hits))
 
 
 @router.get(
