@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -11,6 +12,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens, accents folded, apostrophes kept inside words."""
+    if text.isascii():  # nothing to fold (NFKD leaves ASCII as it is): the per-character pass skipped
+        return _WORD.findall(text.lower())
     folded = unicodedata.normalize("NFKD", text)
     folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
     return [w.replace("’", "'") for w in _WORD.findall(folded)]
@@ -21,6 +24,8 @@ def normalize_text(text: str) -> str:
     return " ".join(words(text))
 
 
+@functools.lru_cache(maxsize=4096)
 def fingerprint(text: str) -> str:
-    """A stable key for exact-duplicate detection of one user's statements."""
+    """A stable key for exact-duplicate detection of one user's statements (cached: a write asks
+    for the same text's key when it looks for duplicates and when it stores the text)."""
     return hashlib.sha1(normalize_text(text).encode("utf-8")).hexdigest()

@@ -191,3 +191,67 @@ def test_a_batch_is_embedded_in_one_call(backend: str) -> None:
             calls = embedder.requests_to(EMBEDDINGS)
             assert len(calls) == 1
             assert sorted(calls[0].body["input"]) == sorted(texts)
+
+
+#: stored by single adds before the items below, for both users of the next test
+PREAMBLE = [{"text": "I live in Berlin.", "timestamp": "2026-01-10T09:00:00Z"}, {"text": "I like coffee."}, {"text": "I drive a BMW."}]
+#: repeats and contradictions of the preamble and of earlier items, a dated past version whose chain
+#: runs through an item's supersede, a resolution and an entity deletion of earlier items
+ITEMS = [
+    {"text": "I live in Berlin."},
+    {"text": "I live in Paris now.", "timestamp": "2026-03-01T18:30:00Z"},
+    {"text": "I live in Paris."},
+    {"text": "I no longer like coffee."},
+    {"text": "My sister works as a nurse."},
+    {"text": "My sister works as a nurse."},
+    {"text": "My sister works as a doctor now."},
+    {"text": "I drive a Tesla now."},
+    {"text": "I live in Lisbon.", "timestamp": "2025-06-01T12:00:00Z"},
+    {"text": "The login bug is open.", "infer": False},
+    {"text": "The login bug is resolved."},
+    {"text": "I met Bob at the gym."},
+    {"text": "Forget everything about Bob."},
+]
+
+
+def test_a_batch_decides_as_the_same_adds_one_by_one(api: httpx.Client, user: str) -> None:
+    started = time.time()
+    answers: dict[str, list[dict]] = {}
+    for who, one_by_one in ((f"{user}-batch", False), (f"{user}-single", True)):
+        for item in PREAMBLE:
+            assert api.post("/api/v1/memories", json={"user_id": who, **item}).status_code == 200
+        if one_by_one:
+            answers[who] = [api.post("/api/v1/memories", json={"user_id": who, **item}).json() for item in ITEMS]
+        else:
+            answers[who] = batch(api, who, memories=ITEMS)["memories"]
+    expected = [
+        ("SKIP_DUPLICATE", "User lives in Berlin."), ("SUPERSEDE", "User lives in Paris now."),
+        ("SKIP_DUPLICATE", "User lives in Paris now."), ("SUPERSEDE", "User no longer likes coffee."),
+        ("ADD", "User's sister works as a nurse."), ("SKIP_DUPLICATE", "User's sister works as a nurse."),
+        ("SUPERSEDE", "User's sister works as a doctor now."), ("SUPERSEDE", "User drives a Tesla now."),
+        ("ADD", "User lives in Lisbon."), ("ADD", "The login bug is open."), ("RESOLVE", "The login bug is resolved."),
+        ("ADD", "User met Bob at the gym."), ("DELETE_ENTITY", "User met Bob at the gym."),
+    ]
+    for who, answer in answers.items():
+        assert [(m["event"], m["content"]) for m in answer] == expected, who
+        by_content = {m["content"]: m["id"] for m in answer}
+        # Item 3 is a duplicate of item 2, item 6 of item 5: the ids of the earlier items.
+        assert (answer[2]["id"], answer[5]["id"]) == (answer[1]["id"], answer[4]["id"])
+        assert listing(api, who) == [
+            "The login bug is resolved.", "User drives a Tesla now.", "User lives in Paris now.", "User no longer likes coffee.",
+            "User's sister works as a doctor now.",
+        ]
+        berlin = answer[0]["id"]
+        # Lisbon is a past version before Berlin, found through Berlin's supersede by Paris (item 2),
+        # which this same batch recorded in Berlin's history.
+        lisbon = api.get(f"/api/v1/memories/{by_content['User lives in Lisbon.']}", params={"user_id": who}).json()
+        assert (lisbon["is_current"], lisbon["superseded_by"]) == (False, berlin), who
+        assert datetime.fromisoformat(lisbon["invalid_at"]).timestamp() == datetime.fromisoformat("2026-01-10T09:00:00+00:00").timestamp()
+        history = api.get(f"/api/v1/memories/{berlin}/history", params={"user_id": who}).json()["events"]
+        kept = [(e["event"], e["detail"]) for e in history if e["event"] != "ENRICH"]  # enrichment runs whenever it runs
+        assert kept == [
+            ("ADD", {"source": "add"}),
+            ("SUPERSEDE", {"superseded_by": answer[1]["id"], "statement": "User lives in Paris now."}),
+            ("SUPERSEDE", {"supersedes": lisbon["id"]}),
+        ], who
+        assert all(started - 1 <= datetime.fromisoformat(e["at"]).timestamp() <= time.time() + 1 for e in history)

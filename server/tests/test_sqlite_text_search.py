@@ -271,3 +271,18 @@ def test_session_members_of_current_facts_come_from_the_session_index(store: Sql
     # A past version made after the load: the index is behind, the query answers.
     store.update_memory("alice", "alice-100", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
     assert store.session_members("alice", ["alice-s33"], MemoryFilters()) == {"alice-s33": ["alice-99", "alice-101"]}
+
+
+def test_searches_between_the_inserts_edits_and_deletes_of_one_write_rank_as_fts5(store: SqliteStorage) -> None:
+    """Inside a write the table's totals are read once and then follow its inserts
+    (``_memory_totals``); any other change of the memories reads them again."""
+    with store.write("alice"):
+        for step, text in enumerate(_texts(12, offset=30)):
+            _insert(store, "alice", [text], 500 + step)  # sessions of three: contexts count too
+            if step == 4:
+                store.update_memory("alice", "alice-501", text="Kenji's sister moved to Osaka for good.")
+            if step == 8:
+                store.delete_memories("alice", ["alice-502"])
+            for query in QUERIES:
+                ranked, fts5 = _both(store, query, MemoryFilters())
+                assert ranked == fts5, (step, query)

@@ -195,16 +195,25 @@ _RULES: tuple[tuple[re.Pattern[str], _Resolver], ...] = tuple(
         (rf"\b(?:in|during|of|from)\s+{_YEAR}\b", _year),
     )
 )
+# The rules without IGNORECASE, run over the lower-cased text when it is ASCII (most text): every
+# letter of the rules is lower-case ASCII and every resolver lower-cases what it reads, so the
+# matches and spans are the same, found about twice as fast; the expression's text is cut from the
+# text as written (lower() keeps ASCII positions).
+_LOWER_RULES = tuple((re.compile(pattern.pattern), resolver) for pattern, resolver in _RULES)
+
+
 def find_times(text: str, reference: datetime) -> list[TimeSpan]:
     """Every time expression in `text`, resolved against `reference`, in reading order.
 
     Expressions do not overlap: where two rules match the same words the earlier rule wins
     ("3 days ago" is one expression, not also "3 days").
     """
+    ascii_only = text.isascii()
+    scanned, rules = (text.lower(), _LOWER_RULES) if ascii_only else (text, _RULES)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeSpan]] = []
-    for pattern, resolver in _RULES:
-        for m in pattern.finditer(text):
+    for pattern, resolver in rules:
+        for m in pattern.finditer(scanned):
             lo, hi = m.span()
             if any(lo < b and a < hi for a, b in taken) or not m.group(0).strip():
                 continue
@@ -215,7 +224,7 @@ def find_times(text: str, reference: datetime) -> list[TimeSpan]:
             except ValueError:
                 continue
             taken.append((lo, hi))
-            found.append((lo, TimeSpan(m.group(0).strip(), start, end, point)))
+            found.append((lo, TimeSpan(text[lo:hi].strip(), start, end, point)))
     return [span for _, span in sorted(found, key=lambda item: item[0])]
 
 

@@ -132,15 +132,24 @@ class FactShape:
     additive: bool = False  # "also", "too", "as well": says it is another fact
 
 
+_PUNCTUATION = re.compile(r"[^\w\s'$€%.:-]|(?<!\d)[.:]|[.:](?!\d)|'(?!s\b)")
+
+
 def normalize(text: str) -> str:
     """Case, punctuation, whitespace and fillers ("now", "currently", "still") folded away."""
-    text = expand_contractions(text).lower().replace("’", "'")
-    text = re.sub(r"[^\w\s'$€%.:-]|(?<!\d)[.:]|[.:](?!\d)|'(?!s\b)", " ", text)
+    return _folded(expand_contractions(text))
+
+
+def _folded(expanded: str) -> str:
+    """``normalize`` of a text whose contractions are expanded already."""
+    text = expanded.lower().replace("’", "'")
+    text = _PUNCTUATION.sub(" ", text)
     text = FILLERS.sub(" ", text)
     text = _FIRST_PERSON.sub(lambda m: _AS_USER[m.group(0)], text)  # verbatim "I ..." texts compare too
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=16384)
 def _stem(word: str) -> str:
     word = IRREGULAR.get(word, word).removesuffix("'s")
     for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("s", "")):
@@ -160,7 +169,8 @@ _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 @functools.lru_cache(maxsize=8192)
 def shape(text: str) -> FactShape:
     """The comparison shape of one fact text (cached: neighbours come back again and again)."""
-    normal = normalize(text)
+    expanded = expand_contractions(text)  # once for both the normal form and the anchors
+    normal = _folded(expanded)
     timeless = normal
     dates = set()
     for span in find_times(normal, _EPOCH):
@@ -174,7 +184,7 @@ def shape(text: str) -> FactShape:
     subject, slot, slot_value, dislike = _slot(plain)
     additive = bool(_ADDITIVE.search(text.lower()))
     changed = bool(_CHANGE.search(text.lower())) and not additive
-    expanded = expand_contractions(text).strip()
+    expanded = expanded.strip()
     owned = (_SPELLINGS.get(p.lower(), p.lower()) for p in _OWNED.findall(expanded))
     people = frozenset(p for p in owned if p in PEOPLE)
     anchors = frozenset(a.lower().rstrip(".:") for a in _ANCHOR.findall(expanded) if a not in ("User", "Assistant", "I"))

@@ -495,10 +495,9 @@ class Writer:
                 scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, extra_query, current, NEIGHBOURS_PER_ARM)})
         for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
             scores[hit.id] = max(hit.score, 0.0)
-        same = self.storage.find_by_fingerprint(user_id, fingerprint(candidate.text))
+        same, current_texts = self.storage.neighbour_texts(user_id, list(scores), fingerprint(candidate.text))
         if same is not None:
-            scores[same.id] = 1.0
-        current_texts = self.storage.current_texts(user_id, list(scores))
+            scores[same] = 1.0
         return sorted((Neighbour(i, text, scores[i]) for i, text in current_texts.items()), key=lambda n: -n.score)
 
     def _apply(

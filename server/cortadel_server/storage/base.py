@@ -326,6 +326,15 @@ class Storage(abc.ABC):
         without building whole records."""
         return {r.id: r.text for r in self.get_memories(user_id, ids).values() if r.is_current}
 
+    def neighbour_texts(self, user_id: str, ids: Sequence[str], fingerprint: str) -> tuple[str | None, dict[str, str]]:
+        """What a write's dedup decision reads of the store in one go: the id of the current memory
+        with ``fingerprint`` (``find_by_fingerprint``, None when there is none) and ``current_texts``
+        of ``ids`` with that one added (a backend may answer both in one statement)."""
+        same = self.find_by_fingerprint(user_id, fingerprint)
+        if same is None:
+            return None, self.current_texts(user_id, ids)
+        return same.id, self.current_texts(user_id, list(dict.fromkeys([*ids, same.id])))
+
     @abc.abstractmethod
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int

@@ -105,6 +105,15 @@ def _user_vectors_of(version: int, rows: list[tuple[Any, ...]]) -> UserVectors |
     )
 
 
+_INSERT_EVENT = "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)"
+_INSERT_JOB = "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def _table_of(insert: str) -> str:
+    """The table an ``INSERT INTO <table>(…)`` statement writes."""
+    return insert.removeprefix("INSERT INTO ").split("(", 1)[0]
+
+
 def user_key(user_id: str) -> str:
     """A single FTS token standing for one user (user ids may hold any characters)."""
     return "u" + hashlib.sha1(user_id.encode("utf-8")).hexdigest()[:20]
@@ -161,6 +170,14 @@ class SqliteStorage(Storage):
         self._purged = False
         #: texts the open write transaction added to session documents, written once before it commits
         self._appends: dict[tuple[str, str], list[str]] = {}
+        #: the memories' full-text totals inside the open write transaction, kept in step by
+        #: ``insert_memory`` and forgotten by any other statement that changes memories (``_may_change``):
+        #: read through FTS5 once per batch, not once per dedup lookup
+        self._memory_totals: Totals | None = None
+        #: rows the open write transaction added to the history and the job queue, per insert
+        #: statement: inserted together before any statement on that table or any delete, at the
+        #: latest before it commits (``_may_change``), one statement where each row made one
+        self._deferred: dict[str, list[tuple[Any, ...]]] = {}
         with self._translate():
             self._writer = self._connect()
             self._enable_incremental_vacuum()
@@ -207,6 +224,7 @@ class SqliteStorage(Storage):
             raise StorageError(f"database error: {exc}") from exc
 
     def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        self._may_change(sql)
         conn = self._conn()
         conn.deadline = time.monotonic() + self._query_timeout
         try:
@@ -217,6 +235,26 @@ class SqliteStorage(Storage):
 
     def _exec(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> None:
         self._rows(sql, params)
+
+    def _may_change(self, sql: str) -> None:
+        """Before a statement of the writing thread: forget the write's ``_memory_totals`` when it
+        may change the memories' full-text rows (``insert_memory`` keeps them in step with its own
+        insert), and insert the ``_deferred`` rows when it touches their tables or deletes."""
+        if self._write_owner != threading.get_ident():
+            return  # a reader's statement: the write's state is not its to act on
+        if self._memory_totals is not None and "memories" in sql and not sql.startswith("SELECT"):
+            self._memory_totals = None
+        if self._deferred and (sql.startswith("DELETE") or any(_table_of(insert) in sql for insert in self._deferred)):
+            self._insert_deferred()
+
+    def _defer(self, insert: str, row: tuple[Any, ...]) -> None:
+        """Run ``insert`` with ``row`` later in the open write transaction (``_deferred``)."""
+        self._deferred.setdefault(insert, []).append(row)
+
+    def _insert_deferred(self) -> None:
+        deferred, self._deferred = self._deferred, {}
+        for insert, rows in deferred.items():
+            self._insert_many(insert, rows)
 
     def close(self) -> None:
         self._term_loader.shutdown(cancel_futures=True)  # a load in progress still needs its connection
@@ -240,10 +278,13 @@ class SqliteStorage(Storage):
             self._bumped = {}
             self._purged = False
             self._appends = {}
+            self._memory_totals = None
+            self._deferred = {}
             try:
                 self._exec("BEGIN IMMEDIATE")
                 try:
                     yield
+                    self._insert_deferred()
                     self._append_to_sessions()
                 except BaseException:
                     self._exec("ROLLBACK")
@@ -319,6 +360,7 @@ class SqliteStorage(Storage):
             session = memory.session_id
             appended = self._appends.get((memory.user_id, session)) if session is not None else None
             context = values["context"] = context_for(appended or self._last_text(memory.user_id, session))
+            totals = self._memory_totals
             self._exec(
                 f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})", values
             )
@@ -328,6 +370,8 @@ class SqliteStorage(Storage):
             vector = np.asarray(embedding, dtype=np.float32)
             stems = self._conn().terms.stems
             text_terms, context_terms = stems(memory.text) if memory.text else [], stems(context) if context else []
+            if totals is not None:  # the insert trigger indexed one row of these terms, in both columns
+                self._memory_totals = Totals(totals.rows + 1, totals.tokens + len(text_terms) + len(context_terms))
             self._bump(
                 memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
                 lambda index: index.append(memory.id, text_terms, context_terms, memory.is_current),
@@ -389,6 +433,18 @@ class SqliteStorage(Storage):
             (json.dumps(list(ids)), user_id),
         )
         return dict(rows)
+
+    def neighbour_texts(self, user_id: str, ids: Sequence[str], fingerprint: str) -> tuple[str | None, dict[str, str]]:
+        rows = self._rows(
+            # find_by_fingerprint's lookup (its plan: the fingerprint index) joined to current_texts'
+            # (the same plan and row order): one statement and no record where two were made.
+            "WITH same AS (SELECT id FROM memories WHERE user_id = ? AND fingerprint = ? AND expired_at IS NULL "
+            "AND invalid_at IS NULL ORDER BY +created_at LIMIT 1) "
+            "SELECT id, text, id IN same FROM memories WHERE id IN (SELECT value FROM json_each(?) UNION ALL SELECT id FROM same) "
+            "AND +user_id = ? AND expired_at IS NULL AND invalid_at IS NULL",
+            (user_id, fingerprint, json.dumps(list(ids)), user_id),
+        )
+        return next((memory_id for memory_id, _, same in rows if same), None), {memory_id: text for memory_id, text, _ in rows}
 
     @staticmethod
     def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
@@ -687,12 +743,19 @@ class SqliteStorage(Storage):
 
     def _fts_totals(self, table: str, user_id: str, phrase: Sequence[str]) -> Totals:
         """The full-text ``table``'s totals as FTS5's BM25 reads them (this transaction's rows
-        included), through a ``phrase`` some row of the user holds."""
+        included), through a ``phrase`` some row of the user holds. Inside a write, the memories'
+        totals are read once and then follow its inserts (``_memory_totals``)."""
+        in_write = table == "memories_fts" and self._write_owner == threading.get_ident()
+        if in_write and self._memory_totals is not None:
+            return self._memory_totals
         row = self._rows(
             f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
             ('"' + " ".join(user_key(user_id) + stem for stem in phrase) + '"',),
         )
-        return Totals(*row[0]) if row else Totals(0, 0)
+        totals = Totals(*row[0]) if row else Totals(0, 0)
+        if in_write and row:
+            self._memory_totals = totals
+        return totals
 
     def _fts5_text_search(
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float
@@ -737,6 +800,10 @@ class SqliteStorage(Storage):
         snapshot, and caches. Inside a write the view may hold rows that never commit: a rollback
         drops the entry (caching it, a batch for a new user no longer reloads per memory)."""
         in_write = self._write_owner == threading.get_ident()
+        if in_write and user_id in self._bumped:  # this transaction set the version: no read
+            cached = cache.current(user_id, self._bumped[user_id])
+            if cached is not None:
+                return cached
         if not in_write:
             self._exec("BEGIN")
         try:
@@ -807,10 +874,7 @@ class SqliteStorage(Storage):
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
         with self.write():
-            self._exec(
-                "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)",
-                (user_id, memory_id, event, at, json.dumps(detail)),
-            )
+            self._defer(_INSERT_EVENT, (user_id, memory_id, event, at, json.dumps(detail)))
 
     def history(self, user_id: str, memory_id: str) -> list[HistoryEntry]:
         rows = self._rows(
@@ -896,10 +960,7 @@ class SqliteStorage(Storage):
     def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
         now = time.time()
         with self.write():
-            self._exec(
-                "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (kind, user_id, memory_id, json.dumps(payload), now, now),
-            )
+            self._defer(_INSERT_JOB, (kind, user_id, memory_id, json.dumps(payload), now, now))
 
     def claim_job(self, now: float) -> Job | None:
         with self.write():
@@ -1177,6 +1238,7 @@ class SqliteStorage(Storage):
         return [(memory_id, float(at)) for memory_id, at in rows]
 
     def _insert_many(self, sql: str, rows: Sequence[Sequence[Any] | Mapping[str, Any]]) -> None:
+        self._may_change(sql)
         conn = self._conn()
         conn.deadline = time.monotonic() + self._query_timeout
         try:

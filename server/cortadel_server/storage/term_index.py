@@ -228,21 +228,23 @@ class TermIndex:
         # Searches read while a write appends: the rows ``allowed`` covers, and copies, never views
         # (an array exporting its buffer cannot grow: the write would fail).
         n = len(allowed)
-        scores = np.zeros(n)
-        matched = np.zeros(n, dtype=bool)
-        length = np.array(self._length, dtype=np.float64)
         average = table.tokens / table.rows
+        parts_rows, parts_freq, parts_idf = [], [], []
         for _, postings in found:
             rows = np.array(postings.rows, dtype=np.int64)
             hits = int(np.searchsorted(rows, n))  # rows are appended in order
-            rows = rows[:hits]
             idf = math.log((table.rows - hits + 0.5) / (hits + 0.5))  # C's log, as FTS5's
-            if idf <= 0.0:
-                idf = IDF_FLOOR
-            freq = np.array(postings.freq, dtype=np.float64)[:hits]
-            # The operations of fts5Bm25Function, in its order: the same doubles.
-            scores[rows] += idf * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length[rows] / average)))
-            matched[rows] = True
+            parts_rows.append(rows[:hits])
+            parts_freq.append(np.array(postings.freq, dtype=np.float64)[:hits])
+            parts_idf.append(np.full(hits, idf if idf > 0.0 else IDF_FLOOR))
+        # Every phrase's terms at once. The operations of fts5Bm25Function, in its order, element by
+        # element: the same doubles; bincount adds each row's terms in phrase order, as FTS5 does.
+        rows, freq, idf_of = np.concatenate(parts_rows), np.concatenate(parts_freq), np.concatenate(parts_idf)
+        length = np.array(self._length, dtype=np.float64)[rows]
+        terms = idf_of * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length / average)))
+        scores = np.bincount(rows, weights=terms, minlength=n)
+        matched = np.zeros(n, dtype=bool)
+        matched[rows] = True
         candidates = np.flatnonzero(matched & allowed)
         if len(candidates) == 0:
             return []
