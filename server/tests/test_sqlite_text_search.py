@@ -62,7 +62,7 @@ def _insert(store: SqliteStorage, user: str, texts: list[str], start: int) -> No
 
 @pytest.fixture()
 def store(tmp_path: Path) -> SqliteStorage:
-    store = SqliteStorage(tmp_path / "text.db")
+    store = SqliteStorage(tmp_path / "text.db", index_after_searches=1)
     with store.write():
         _insert(store, "alice", _texts(300), 0)
         _insert(store, "bob", _texts(200, offset=50), 0)  # another user: the table's totals, not alice's hits
@@ -179,7 +179,7 @@ def test_a_search_inside_a_write_sees_its_rows_and_after_a_rollback_only_what_co
 
 def test_a_cold_search_is_ranked_by_fts5_while_the_index_loads_off_the_request(store: SqliteStorage, tmp_path: Path) -> None:
     fts5 = [(s.id, s.score) for s in store._fts5_text_search("alice", "tea Osaka", MemoryFilters(), 8, context_weight=0.3)]
-    restarted = SqliteStorage(tmp_path / "text.db")  # a new process: no index in memory
+    restarted = SqliteStorage(tmp_path / "text.db", index_after_searches=1)  # a new process: no index in memory
     try:
         assert restarted._terms.current("alice", restarted.user_version("alice")) is None
         assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
@@ -189,6 +189,28 @@ def test_a_cold_search_is_ranked_by_fts5_while_the_index_loads_off_the_request(s
         assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
         # A user without memories asks for no load.
         assert restarted._search_terms("nobody") is None and ("_term_index", "nobody") not in restarted._term_loads
+    finally:
+        restarted.close()
+
+
+def test_a_user_who_searches_a_few_times_is_ranked_by_fts5_and_asks_for_no_load(store: SqliteStorage, tmp_path: Path) -> None:
+    restarted = SqliteStorage(tmp_path / "text.db", index_after_searches=3)
+    try:
+        fts5 = [(s.id, s.score) for s in restarted._fts5_text_search("alice", "tea Osaka", MemoryFilters(), 8, context_weight=0.3)]
+        for _ in range(2):
+            assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
+            _loaded(restarted)
+            assert ("_term_index", "alice") not in restarted._term_loads
+            assert restarted._terms.current("alice", restarted.user_version("alice")) is None
+        restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)  # the third search asks for it
+        _loaded(restarted)
+        index = restarted._search_terms("alice")
+        assert index is not None and index.n == 300
+        assert [(s.id, s.score) for s in restarted.text_search("alice", "tea Osaka", MemoryFilters(), 8)] == fts5
+        # Counted per user: bob's first search still asks for nothing.
+        restarted.text_search("bob", "tea", MemoryFilters(), 8)
+        _loaded(restarted)
+        assert restarted._terms.current("bob", restarted.user_version("bob")) is None
     finally:
         restarted.close()
 
