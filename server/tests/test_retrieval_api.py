@@ -32,7 +32,8 @@ def test_default_search_explains_each_hit_and_finds_the_reply(api: httpx.Client,
     assert question["attributes"]["arms"]["text"] == {"rank": 1}
     assert question["attributes"]["arms"]["session"] == {"rank": 1}
     assert reply["text_rank"] == 2          # through the question before it (context column)
-    assert results[0]["rrf_score"] > results[1]["rrf_score"] > 0
+    # Ranked by score; when the reply leads, its share of the question's score can tie it.
+    assert results[0]["rrf_score"] >= results[1]["rrf_score"] > results[2]["rrf_score"] > 0
     off = search(api, user, "pottery workshop", include_session_arm=False)
     assert "session" not in off["results"][0]["attributes"]["arms"]
 
