@@ -28,11 +28,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from cortadel_server.storage.base import ScoredId
+from cortadel_server.storage.term_index import IDF_FLOOR, K1, B
 
-#: FTS5's bm25() constants, as ranked_sql writes them
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6
 #: the index of each weight label in ts_rank_cd's weights array ({D, C, B, A})
 _LABEL = {"D": 0, "C": 1, "B": 2, "A": 3}
 

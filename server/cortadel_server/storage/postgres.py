@@ -81,6 +81,7 @@ from cortadel_server.storage.pg_lexemes import UserLexemes
 from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+from cortadel_server.storage.term_index import IDF_FLOOR, K1, B
 from cortadel_server.storage.vector_cache import UserVectors, VectorCache, VersionedCache
 
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
@@ -120,13 +121,6 @@ def tsquery_terms(query: str) -> list[str]:
     return ["'" + t.replace("'", "''").replace("\\", "") + "'" for t in query_terms(query)]
 
 
-#: the constants of FTS5's bm25() (fts5_aux.c), which SQLite's backend ranks with
-_K1 = 1.2
-_B = 0.75
-#: FTS5 floors the IDF of a word in more than half the rows here, so it still counts a little
-_IDF_FLOOR = 1e-6
-
-
 def ranked_sql(table: str, key: str, where: str) -> str:
     """Full-text matches of ``table`` ranked by the BM25 that SQLite's FTS5 computes, best first,
     equal scores in insertion order (``rowid``) as FTS5 gives them.
@@ -159,7 +153,7 @@ def ranked_sql(table: str, key: str, where: str) -> str:
             WHERE user_id = %s AND doc_table = '{table}' AND lexeme = ''
         ), words AS MATERIALIZED (  -- once per query, not once per matching row; the IDF times (k1 + 1)
             SELECT to_tsquery('cortadel', w.word) AS q,
-                   ({_K1}::float8 + 1) * greatest(ln((totals.n - s.df + 0.5) / (s.df + 0.5)), {_IDF_FLOOR}) AS idf
+                   ({K1}::float8 + 1) * greatest(ln((totals.n - s.df + 0.5) / (s.df + 0.5)), {IDF_FLOOR}) AS idf
             FROM totals, unnest(%s::text[]) w(word),
                  -- each of the word's lexemes looked up by the whole key: = ANY(…) was a filter over
                  -- all the user's lexemes, tokenising the word again for each (39 of a sentence's 63 ms)
@@ -167,7 +161,7 @@ def ranked_sql(table: str, key: str, where: str) -> str:
                                                AND t.doc_table = '{table}' AND t.lexeme = l.lexeme)), 0) AS df
                           FROM unnest(tsvector_to_array(to_tsvector('cortadel', w.word))) l(lexeme)) s
         ), bm25 AS (  -- k1 (1 - b + b D / avgdl) = base + per_token D
-            SELECT %s::real[] AS weights, {_K1}::float8 * (1 - {_B}) AS base, {_K1}::float8 * {_B} / totals.avgdl AS per_token
+            SELECT %s::real[] AS weights, {K1}::float8 * (1 - {B}) AS base, {K1}::float8 * {B} / totals.avgdl AS per_token
             FROM totals
         ), query AS MATERIALIZED (  -- once: a prepared statement's generic plan made to_tsquery(…) at every row
             SELECT keyed_lexemes(%s, to_tsvector('cortadel', %s)) AS keys, to_tsquery('cortadel', %s) AS matches
