@@ -3,7 +3,6 @@ supersede across items, per-item errors, the limits, authorization, one embedder
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
@@ -12,7 +11,7 @@ from datetime import datetime
 
 import httpx
 import pytest
-from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
+from support.scripted_openai import ScriptedOpenAI, hashed_embeddings
 
 from cortadel_server.testing import ServerProcess, database_for, running_server
 
@@ -167,19 +166,9 @@ def test_a_key_writes_only_its_own_user(auth_server: ServerProcess) -> None:
         assert mine.json()["memories"][0]["event"] == "ADD"
 
 
-def _vector(text: str) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [b / 255 - 0.5 for b in digest[:8]]
-
-
-def _embed(request: RecordedRequest) -> Reply:
-    inputs = request.body["input"]
-    return Reply.embeddings([_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
-
-
 def test_a_batch_is_embedded_in_one_call(backend: str) -> None:
     with ScriptedOpenAI() as embedder:
-        embedder.handle(EMBEDDINGS, _embed)
+        embedder.handle(EMBEDDINGS, hashed_embeddings)
         env = {"CORTADEL_EMBEDDER": "openai", "CORTADEL_EMBEDDER_URL": embedder.v1_url, "CORTADEL_EMBEDDER_MODEL": "scripted"}
         with running_server(env=env, database_url=database_for(backend)) as server, \
                 httpx.Client(base_url=server.base_url, timeout=30) as api:

@@ -5,11 +5,10 @@ phase of its own (``records_ms``), not part of fusion."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 
 import httpx
-from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
+from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI, embedding_inputs, hashed_embeddings
 
 from cortadel_server.testing import database_for, running_server
 
@@ -19,16 +18,9 @@ QUERY_EMBEDDING_SECONDS = 0.3
 QUERY = "Which shed holds the bike?"
 
 
-def _vector(text: str) -> list[float]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [b / 255 - 0.5 for b in digest[:8]]
-
-
 def _embed(request: RecordedRequest) -> Reply:
-    inputs = request.body["input"]
-    texts = [inputs] if isinstance(inputs, str) else inputs
-    reply = Reply.embeddings([_vector(t) for t in texts])
-    return dataclasses.replace(reply, delay=QUERY_EMBEDDING_SECONDS) if texts == [QUERY] else reply
+    reply = hashed_embeddings(request)
+    return dataclasses.replace(reply, delay=QUERY_EMBEDDING_SECONDS) if embedding_inputs(request) == [QUERY] else reply
 
 
 def test_each_phase_is_timed_apart(backend: str) -> None:

@@ -22,6 +22,7 @@ body one byte a second; ``Reply.hung()`` never answers (until the server stops).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import socket
 import sys
@@ -95,6 +96,18 @@ class Reply:
 
 
 Handler = Callable[[RecordedRequest], Reply]
+
+
+def embedding_inputs(request: RecordedRequest) -> list[str]:
+    """The texts an embeddings request asks for (``input`` is one text or a list)."""
+    inputs = request.body["input"]
+    return [inputs] if isinstance(inputs, str) else list(inputs)
+
+
+def hashed_embeddings(request: RecordedRequest) -> Reply:
+    """A handler for /v1/embeddings: each text's vector made from its hash (8 dimensions), so the
+    same text always gets the same vector and different texts different ones."""
+    return Reply.embeddings([[b / 255 - 0.5 for b in hashlib.sha256(t.encode()).digest()[:8]] for t in embedding_inputs(request)])
 
 
 class ScriptedOpenAI:
