@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import unicodedata
@@ -24,8 +23,6 @@ def normalize_text(text: str) -> str:
     return " ".join(words(text))
 
 
-@functools.lru_cache(maxsize=4096)
 def fingerprint(text: str) -> str:
-    """A stable key for exact-duplicate detection of one user's statements (cached: a write asks
-    for the same text's key when it looks for duplicates and when it stores the text)."""
+    """A stable key for exact-duplicate detection of one user's statements."""
     return hashlib.sha1(normalize_text(text).encode("utf-8")).hexdigest()

@@ -9,11 +9,13 @@
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from cortadel_server.language.entities import EntityMention
 from cortadel_server.storage.base import MemoryType
+from cortadel_server.text import fingerprint
 
 
 class Intent(enum.Enum):
@@ -77,6 +79,11 @@ class Candidate:
     target: str | None = None
     reconfirm: bool = False
     at_now: bool = False  # from a Turn with `at_now`: said_at/valid_at are re-stamped under the write lock
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The text's exact-duplicate key, made once: a write looks it up, then stores it."""
+        return fingerprint(self.text)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,6 @@ from cortadel_server.storage.base import (
     MemoryType,
     Storage,
 )
-from cortadel_server.text import fingerprint
 
 if TYPE_CHECKING:
     from cortadel_server.retrieval.search import Retriever
@@ -495,7 +494,7 @@ class Writer:
                 scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, extra_query, current, NEIGHBOURS_PER_ARM)})
         for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
             scores[hit.id] = max(hit.score, 0.0)
-        same, current_texts = self.storage.neighbour_texts(user_id, list(scores), fingerprint(candidate.text))
+        same, current_texts = self.storage.neighbour_texts(user_id, list(scores), candidate.fingerprint)
         if same is not None:
             scores[same] = 1.0
         return sorted((Neighbour(i, text, scores[i]) for i, text in current_texts.items()), key=lambda n: -n.score)
@@ -615,7 +614,7 @@ class Writer:
             user_id=scope.user_id,
             text=candidate.text,
             created_at=now,
-            fingerprint=fingerprint(candidate.text),
+            fingerprint=candidate.fingerprint,
             gist=candidate.gist,
             memory_type=candidate.memory_type.value,
             categories=list(candidate.categories) if scope.infer else [],
