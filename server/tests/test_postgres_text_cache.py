@@ -133,7 +133,8 @@ def test_the_arm_answers_from_the_cache_at_the_users_version(store: PostgresStor
     add(store, rng, "u1", "quiet", None, text="Nothing about Zanzibar here.")
     assert [hit.id for hit in store.text_search("u1", "Zanzibar", MemoryFilters(), 10)] == ["quiet"]
     with psycopg.connect(url, autocommit=True) as conn:  # behind the backend's back: the version stays
-        conn.execute("UPDATE memories SET text = 'Nothing about islands here.' WHERE user_id = 'u1' AND id = 'quiet'")
+        conn.execute("UPDATE memories SET text = 'Nothing about islands here.', changed_version = "
+                     "(SELECT version + 1 FROM user_versions WHERE user_id = 'u1') WHERE user_id = 'u1' AND id = 'quiet'")
         assert [hit.id for hit in store.text_search("u1", "Zanzibar", MemoryFilters(), 10)] == ["quiet"]  # the cached rows
         conn.execute("UPDATE user_versions SET version = version + 1 WHERE user_id = 'u1'")  # as every write does
     assert store.text_search("u1", "Zanzibar", MemoryFilters(), 10) == []

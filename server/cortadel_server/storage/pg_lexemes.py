@@ -4,6 +4,9 @@
     entry = UserLexemes(version, rows)   # rows: (rowid, memory id, tokens, current, search::text)
     entry.best([["berlin"]], [0.0, 0.0, 0.3, 1.0], limit=8)   # [ScoredId], or None: ask PostgreSQL
 
+An entry another replica's write left behind catches up by the rows changed since its version
+(``UserLexemes.apply``: storage/postgres.py reads them by ``changed_version``), not by a reload.
+
 In SQL every row that holds a query word is scored (``@@`` and ``ts_rank_cd`` per word, some 8 µs a
 row), and a sentence, which every add looks up for its dedup neighbours, matches thousands of rows
 at 10,000 memories of one user. Here the same arithmetic runs over per-lexeme postings.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from array import array
 from collections.abc import Iterable, Sequence
 
@@ -58,10 +62,13 @@ def postings(search: str) -> list[tuple[str, str]]:
 
 
 class UserLexemes:
-    """One user's rows (every one, current or not: the statistics count them all) by lexeme."""
+    """One user's rows (every one, current or not: the statistics count them all) by lexeme, in
+    rowid order, and the user version they reflect."""
 
     def __init__(self, version: int, rows: Iterable[Row] = ()) -> None:
         self.version = version
+        # held by every read and change: a replica's search and its catch-up may run at once
+        self._lock = threading.Lock()
         self.ids: list[str] = []
         self.index: dict[str, int] = {}
         #: per lexeme: the rows holding it (int32: 4 bytes a posting, not a Python int's 36) and its
@@ -69,57 +76,104 @@ class UserLexemes:
         self._postings: dict[str, tuple[array[int], list[str]]] = {}
         #: per lexeme, made on first use: its rows as an array, and f in each for a weights array
         self._arrays: dict[str, tuple[np.ndarray, dict[tuple[float, ...], np.ndarray]]] = {}
-        rowids: list[int] = []
-        tokens: list[int] = []
-        current: list[bool] = []
-        for rowid, memory_id, row_tokens, row_current, search in rows:
-            self._index_row(len(self.ids), memory_id, search)
-            rowids.append(rowid)
-            tokens.append(row_tokens)
-            current.append(row_current)
-        self.n = len(self.ids)
-        capacity = max(16, self.n * 5 // 4)
-        self.rowids = np.zeros(capacity, dtype=np.int64)
-        self.rowids[: self.n] = rowids
-        self.tokens = np.zeros(capacity, dtype=np.float64)
-        self.tokens[: self.n] = tokens
-        self.current = np.zeros(capacity, dtype=bool)
-        self.current[: self.n] = current
-        self.total_tokens = sum(tokens)
+        self.n = 0
+        self.rowids = np.zeros(16, dtype=np.int64)
+        self.tokens = np.zeros(16, dtype=np.float64)
+        self.current = np.zeros(16, dtype=bool)
+        #: a hash of each row's search vector (as text): whether a changed row's lexemes changed
+        self._searched = np.zeros(16, dtype=np.int64)
+        self.total_tokens = 0
+        self.apply(0, list(rows))
 
-    def _index_row(self, i: int, memory_id: str, search: str) -> list[str]:
-        """Adds row ``i`` to the postings; returns its lexemes."""
-        self.ids.append(memory_id)
-        self.index[memory_id] = i
-        lexemes = []
+    def _reserve(self, count: int) -> None:
+        if self.n + count > len(self.rowids):
+            # a quarter more: a whole read fills an entry to the brim, and most users then grow by a few rows
+            grow = max(self.n + count, len(self.rowids) * 5 // 4) - len(self.rowids)
+            self.rowids = np.concatenate([self.rowids, np.zeros(grow, dtype=np.int64)])
+            self.tokens = np.concatenate([self.tokens, np.zeros(grow, dtype=np.float64)])
+            self.current = np.concatenate([self.current, np.zeros(grow, dtype=bool)])
+            self._searched = np.concatenate([self._searched, np.zeros(grow, dtype=np.int64)])
+
+    def _index_row(self, i: int, search: str) -> None:
+        """Adds row ``i`` to the postings of its lexemes."""
         for lexeme, labels in postings(search):
             found = self._postings.get(lexeme)
             if found is None:
                 found = self._postings[lexeme] = (array("i"), [])
             found[0].append(i)
             found[1].append(labels)
-            lexemes.append(lexeme)
-        return lexemes
+            if self._arrays:
+                self._arrays.pop(lexeme, None)
 
-    def append(self, rowid: int, memory_id: str, tokens: int, current: bool, search: str) -> None:
-        i = self.n
-        if i == len(self.rowids):
-            grow = len(self.rowids)
-            self.rowids = np.concatenate([self.rowids, np.zeros(grow, dtype=np.int64)])
-            self.tokens = np.concatenate([self.tokens, np.zeros(grow, dtype=np.float64)])
-            self.current = np.concatenate([self.current, np.zeros(grow, dtype=bool)])
+    def _unindex_rows(self, rows: set[int]) -> None:
+        """Takes rows out of every posting (a pass over all of them: only for rows whose text or
+        context changed, which few writes do)."""
+        for lexeme, (held, labels) in list(self._postings.items()):
+            if not rows.isdisjoint(held):
+                keep = [k for k, i in enumerate(held) if i not in rows]
+                if keep:
+                    self._postings[lexeme] = (array("i", [held[k] for k in keep]), [labels[k] for k in keep])
+                else:
+                    del self._postings[lexeme]
+                self._arrays.pop(lexeme, None)
+
+    def _set(self, i: int, row: Row) -> None:
+        rowid, _, tokens, current, search = row
         self.rowids[i] = rowid
+        self.total_tokens += tokens - int(self.tokens[i])
         self.tokens[i] = tokens
         self.current[i] = current
-        self.total_tokens += tokens
-        self.n += 1
-        for lexeme in self._index_row(i, memory_id, search):
-            self._arrays.pop(lexeme, None)
+        self._searched[i] = hash(search)
+
+    def append(self, rowid: int, memory_id: str, tokens: int, current: bool, search: str) -> None:
+        with self._lock:
+            self._add([(rowid, memory_id, tokens, current, search)])
+
+    def _add(self, rows: Sequence[Row]) -> None:
+        self._reserve(len(rows))
+        for row in rows:
+            i = self.n
+            self.ids.append(row[1])
+            self.index[row[1]] = i
+            self.tokens[i] = 0
+            self._set(i, row)
+            self._index_row(i, row[4])
+            self.n += 1
+
+    def apply(self, unchanged: int, changed: Sequence[Row]) -> bool:
+        """Bring the entry to a later version from the user's rows changed since its own (in rowid
+        order) and the count of the others (``unchanged``): afterwards it holds what a full read of
+        the rows gives. False, the entry untouched, when rows went away (deletions leave no trace
+        but the count), which a full read must tell."""
+        with self._lock:
+            last = int(self.rowids[self.n - 1]) if self.n else 0
+            replaced: list[tuple[int, Row]] = []
+            added: list[Row] = []
+            for row in changed:
+                if row[0] > last:  # a user's rows are numbered in the order their writes commit
+                    added.append(row)
+                    continue
+                i = self.index.get(row[1])
+                if i is None or int(self.rowids[i]) != row[0]:
+                    return False
+                replaced.append((i, row))
+            if unchanged + len(replaced) != self.n:
+                return False
+            reindexed = {i for i, row in replaced if hash(row[4]) != self._searched[i]}
+            if reindexed:
+                self._unindex_rows(reindexed)
+            for i, row in replaced:
+                self._set(i, row)
+                if i in reindexed:
+                    self._index_row(i, row[4])
+            self._add(added)
+            return True
 
     def set_current(self, memory_id: str, current: bool) -> None:
-        i = self.index.get(memory_id)
-        if i is not None:
-            self.current[i] = current
+        with self._lock:
+            i = self.index.get(memory_id)
+            if i is not None:
+                self.current[i] = current
 
     def _rows_and_frequencies(self, lexeme: str, weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
         arrays = self._arrays.get(lexeme)
@@ -143,27 +197,26 @@ class UserLexemes:
         ones or the row keys ``allowed``; None when a word has several lexemes."""
         if any(len(lexemes) > 1 for lexemes in words):
             return None
-        ranked = tuple(float(np.float32(w)) for w in weights)  # ts_rank_cd's weights are float4
-        n = self.n
-        avgdl = max(self.total_tokens, 1) / max(n, 1)
-        base = K1 * (1 - B)
-        per_token = K1 * B / avgdl
-        scores = np.zeros(n)
-        matched = np.zeros(n, dtype=bool)
-        for lexemes in words:
-            if not lexemes or lexemes[0] not in self._postings:
-                continue
-            rows, f = self._rows_and_frequencies(lexemes[0], ranked)
-            df = len(rows)
-            idf = (K1 + 1) * max(math.log((n - df + 0.5) / (df + 0.5)), IDF_FLOOR)
-            matched[rows] = True
-            scoring = f != 0
-            rows, f = rows[scoring], f[scoring]
-            scores[rows] += idf / (1 + (base + per_token * self.tokens[rows]) / f)
-        if allowed is None:
-            mask = matched & self.current[:n]
-        else:
-            mask = matched & np.isin(self.rowids[:n], np.fromiter(allowed, dtype=np.int64))
-        found = np.nonzero(mask)[0]
-        order = np.lexsort((self.rowids[found], -scores[found]))[:limit]
-        return [ScoredId(self.ids[i], float(scores[i])) for i in found[order]]
+        keys = None if allowed is None else np.fromiter(allowed, dtype=np.int64)
+        with self._lock:
+            ranked = tuple(float(np.float32(w)) for w in weights)  # ts_rank_cd's weights are float4
+            n = self.n
+            avgdl = max(self.total_tokens, 1) / max(n, 1)
+            base = K1 * (1 - B)
+            per_token = K1 * B / avgdl
+            scores = np.zeros(n)
+            matched = np.zeros(n, dtype=bool)
+            for lexemes in words:
+                if not lexemes or lexemes[0] not in self._postings:
+                    continue
+                rows, f = self._rows_and_frequencies(lexemes[0], ranked)
+                df = len(rows)
+                idf = (K1 + 1) * max(math.log((n - df + 0.5) / (df + 0.5)), IDF_FLOOR)
+                matched[rows] = True
+                scoring = f != 0
+                rows, f = rows[scoring], f[scoring]
+                scores[rows] += idf / (1 + (base + per_token * self.tokens[rows]) / f)
+            mask = matched & (self.current[:n] if keys is None else np.isin(self.rowids[:n], keys))
+            found = np.nonzero(mask)[0]
+            order = np.lexsort((self.rowids[found], -scores[found]))[:limit]
+            return [ScoredId(self.ids[i], float(scores[i])) for i in found[order]]

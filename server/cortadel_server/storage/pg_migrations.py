@@ -401,6 +401,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP INDEX session_docs_search;
         """,
     ),
+    Migration(
+        "0009_changed_version",
+        """
+        -- The user version of the write that last changed the row (its embedding, text, context,
+        -- state, anything): a replica whose cached vectors and lexemes are at version v reads only
+        -- the rows with changed_version > v, not the user's every row (storage/postgres.py
+        -- _changed_since). The backend sets it in every write; a row written by anything else
+        -- (an INSERT or COPY that does not name it) takes the largest bigint, so every replica
+        -- reads it again at each catch-up rather than miss it. Existing rows count as older than
+        -- any cached entry: 0 (a constant default: no rewrite of the table).
+        ALTER TABLE memories ADD COLUMN changed_version bigint NOT NULL DEFAULT 0;
+        ALTER TABLE memories ALTER COLUMN changed_version SET DEFAULT 9223372036854775807;
+        CREATE INDEX memories_user_changed ON memories(user_id, changed_version);
+        """,
+    ),
 )
 
 

@@ -1,0 +1,198 @@
+"""A replica whose cached vectors and full-text rows fell behind another replica's writes catches
+up by reading only the rows those writes changed (``changed_version``), and then answers exactly
+what a process that loads the user afresh answers: the same hits, in the same order, with the same
+scores, after inserts, supersedes and expiries, edits, re-embedding, imports, a rolled-back write,
+deletions, an erasure and a vector of another dimension (the last three, and a vector given to a
+row in the middle, cannot be told from the changed rows: a full read); and while searches of
+other threads read the entries it changes.
+
+Two storage objects on one PostgreSQL stand for two replicas (A writes, B searches), as in
+test_postgres_text_cache.py; each check compares B with a third opened for the check alone."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, StoredMemory
+from cortadel_server.storage.postgres import PostgresStorage
+from cortadel_server.testing_postgres import scratch_database
+
+T0 = 1_790_000_000.0
+DIM = 8
+USER = "u1"
+NAMES = ["Ana", "Bob", "Caroline", "Dmitri", "Elena", "Farid", "Grace", "Hiro"]
+PLACES = ["Lisbon", "Berlin", "Paris", "Tokyo", "Porto", "Oslo"]
+THINGS = ["coffee", "tea", "pottery", "hiking", "chess", "guitar", "sushi", "yoga"]
+QUERIES = ["coffee", "tea in Lisbon", "Who likes chess and guitar?", "Grace Hiro Porto", "Zanzibar sailing", "Elena moved to Berlin"]
+FILTERS = [MemoryFilters(), MemoryFilters(session_id="s1"), MemoryFilters(include_superseded=True)]
+
+
+def sentence(rng: random.Random) -> str:
+    return f"{rng.choice(NAMES)} likes {rng.choice(THINGS)} and {rng.choice(THINGS)} in {rng.choice(PLACES)}."
+
+
+def unit(rng: random.Random) -> np.ndarray:
+    vector = np.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def record(memory_id: str, text: str, session: str | None, at: float) -> MemoryRecord:
+    return MemoryRecord(id=memory_id, user_id=USER, text=text, created_at=at, fingerprint=f"fp-{memory_id}", session_id=session)
+
+
+@pytest.fixture()
+def url() -> str:
+    return scratch_database("catchup")
+
+
+@pytest.fixture()
+def replicas(url: str) -> Iterator[tuple[PostgresStorage, PostgresStorage]]:
+    # text_in_process_from=0: these users' full-text arm is ranked from the cached rows too
+    a = PostgresStorage(url, max_connections=2, text_in_process_from=0)
+    b = PostgresStorage(url, max_connections=2, text_in_process_from=0)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def answers(store: PostgresStorage, probes: list[np.ndarray]) -> list[list[ScoredId]]:
+    """Every arm that reads the caches, for every probe, query and filter."""
+    found = []
+    for filters in FILTERS:
+        found += [store.vector_search(USER, probe, filters, 25) for probe in probes]
+        found += [store.text_search(USER, query, filters, 25) for query in QUERIES]
+    return found
+
+
+def changed_rows_read(b: PostgresStorage, url: str, probes: list[np.ndarray]) -> tuple[int, int, int]:
+    """B's answers equal a fresh process's; returns the rows B read to give them (vectors, text)
+    and how many whole reads of the user it made (both caches together)."""
+    before = {name: (reads.rows, reads.reloads) for name, reads in b.cache_reads.items()}
+    got = answers(b, probes)
+    fresh = PostgresStorage(url, max_connections=1, text_in_process_from=0)
+    try:
+        assert got == answers(fresh, probes)
+    finally:
+        fresh.close()
+    assert sum(map(len, got)) > 100  # the searches found rows: the comparison compared something
+    vectors, text = b.cache_reads["vectors"], b.cache_reads["text"]
+    return (vectors.rows - before["vectors"][0], text.rows - before["text"][0],
+            vectors.reloads - before["vectors"][1] + text.reloads - before["text"][1])
+
+
+def test_a_replica_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one(
+    replicas: tuple[PostgresStorage, PostgresStorage], url: str
+) -> None:
+    a, b = replicas
+    rng = random.Random(11)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(150):
+        a.insert_memory(record(f"m{i}", sentence(rng), f"s{i % 3}" if i % 2 else None, T0 + i), unit(rng))
+    a.insert_memory(record("other", "Ana likes coffee.", None, T0), unit(rng))  # a row of the same user, no session
+    assert changed_rows_read(b, url, probes) == (151, 151, 2)  # B's first search: every row, once per cache
+
+    # inserts through A
+    for i in range(150, 155):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+    a.insert_memory(record("zanzibar", "Farid goes sailing to Zanzibar.", "s1", T0 + 200), probes[0])
+    assert changed_rows_read(b, url, probes) == (6, 6, 0)
+
+    # a supersede (the old fact expired, the new one added, one write) and an expiry
+    with a.write(USER):
+        a.update_memory(USER, "m3", expired_at=T0 + 300, superseded_by="m-new")
+        a.insert_memory(record("m-new", "Caroline likes tea in Oslo now.", None, T0 + 300), unit(rng))
+    a.update_memory(USER, "m8", invalid_at=T0 + 301)
+    assert changed_rows_read(b, url, probes) == (3, 3, 0)
+
+    # an edit of a session member: its text, and the context of the member written after it
+    a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
+    assert changed_rows_read(b, url, probes) == (2, 2, 0)
+    a.update_memory(USER, "m2", text="Hiro plays chess in Tokyo.")  # no session: one row
+    assert changed_rows_read(b, url, probes) == (1, 1, 0)
+
+    # new embeddings (a reindex's batch), and B's own write in between: B follows its write, then catches up
+    b.insert_memory(record("by-b", "Elena moved to Berlin for the yoga.", "s1", T0 + 400), probes[1])
+    a.set_embeddings([(USER, "m10", probes[2]), (USER, "m11", probes[3])])
+    assert changed_rows_read(b, url, probes) == (2, 2, 0)
+
+    # an import (COPY) of rows with and without vectors
+    a.load_memories(USER, [
+        StoredMemory(record("imported-1", "Bob likes sushi in Tokyo.", None, T0 + 500), "", unit(rng).tobytes(), 0),
+        StoredMemory(record("imported-2", "Dmitri likes hiking in Oslo.", "s1", T0 + 501), "", None, 0),
+    ])
+    assert changed_rows_read(b, url, probes) == (2, 2, 0)
+    a.set_embeddings([(USER, "imported-2", unit(rng))])  # embedded later, in the middle of the rows: read whole
+    vectors, text, reloads = changed_rows_read(b, url, probes)
+    assert (vectors, text, reloads) == (1 + 161, 1, 1)  # the changed row, then all 161
+
+    # a write that rolls back moves nothing: B reads no row
+    with pytest.raises(RuntimeError), a.write(USER):
+        a.insert_memory(record("rolled-back", "Zanzibar, always Zanzibar.", "s1", T0 + 600), probes[0])
+        a.update_memory(USER, "m5", expired_at=T0 + 600)
+        raise RuntimeError("roll back")
+    assert changed_rows_read(b, url, probes) == (0, 0, 0)
+
+    # deletions leave no trace in the rows: B notices by the count and reads the user whole
+    a.delete_memories(USER, ["m4", "m20"])
+    assert changed_rows_read(b, url, probes) == (159, 159, 2)  # no row changed, then all 159
+
+    # an erased user: B finds nothing, and keeps nothing (so written again, the user is read whole, once)
+    a.delete_user(USER)
+    assert answers(b, probes) == [[]] * (len(probes) + len(QUERIES)) * len(FILTERS)
+    for i in range(30):
+        a.insert_memory(record(f"again-{i}", sentence(rng), "s1", T0 + 700 + i), unit(rng))
+    assert changed_rows_read(b, url, probes) == (30, 30, 2)
+    assert {hit.id for hits in answers(b, probes) for hit in hits} == {f"again-{i}" for i in range(30)}
+
+    # and afterwards catches up again by the changed rows
+    a.update_memory(USER, "again-3", expired_at=T0 + 800)
+    assert changed_rows_read(b, url, probes) == (1, 1, 0)
+    # but not by a vector of another dimension (a reindex to another embedder under way): read whole
+    a.set_embeddings([(USER, "again-5", np.ones(2 * DIM, dtype=np.float32) / 4)])
+    assert changed_rows_read(b, url, probes) == (1 + 30, 1, 1)
+
+
+def test_searches_running_while_the_replica_catches_up_see_whole_entries(
+    replicas: tuple[PostgresStorage, PostgresStorage], url: str
+) -> None:
+    """Searches of one user in several threads of B while A keeps writing: each search that finds
+    B behind catches up, in place, while the others read the same entries. None fails, and B ends
+    where a fresh process is."""
+    a, b = replicas
+    rng = random.Random(13)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(300):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
+    answers(b, probes)
+    failures: list[BaseException] = []
+    writing = threading.Event()
+    writing.set()
+
+    def search() -> None:
+        while writing.is_set():
+            try:
+                answers(b, probes)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for i in range(300, 400):
+            a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+            if i % 10 == 0:
+                a.update_memory(USER, f"m{i - 150}", expired_at=T0 + 1000 + i)
+    finally:
+        writing.clear()
+        for thread in threads:
+            thread.join()
+    assert failures == []
+    assert b.cache_reads["vectors"].catch_ups > 10
+    assert changed_rows_read(b, url, probes)[2] == 0
