@@ -130,6 +130,15 @@ async def replica_throughput(urls: list[str], users: list[str], *, clients: int,
                                    "rounds": done} for servers, done in runs.items()}
 
 
+def postgres_databases(*prefixes: str) -> list[str]:
+    """A new database per prefix on a PostgreSQL this process starts (pgserver, in a folder under
+    /tmp deleted at exit)."""
+    from cortadel_server.testing_postgres import postgres_server, scratch_database
+
+    print(f"PostgreSQL in {postgres_server().pgdata}", file=sys.stderr)
+    return [scratch_database(prefix) for prefix in prefixes]
+
+
 def planner_statistics(url: str) -> dict[str, Any]:
     """When PostgreSQL last analysed ``memories`` and how many rows changed since: the plans of the
     text arms depend on it, and a bulk load leaves it to autovacuum."""
@@ -158,7 +167,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from cortadel_server.config import Settings
     from cortadel_server.providers import build_embedder
-    from cortadel_server.testing_postgres import postgres_server, scratch_database
 
     settings = Settings.from_env()
     embedder = build_embedder(settings)
@@ -170,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench.perf.scale " + " ".join(argv if argv is not None else sys.argv[1:]),
         "load_average": {"start": load_average()},
     }
-    print(f"PostgreSQL in {postgres_server().pgdata}", file=sys.stderr)
-    small_db, large_db = scratch_database("scale_one"), scratch_database("scale_many")
+    small_db, large_db = postgres_databases("scale_one", "scale_many")
     fill({"CORTADEL_DATABASE_URL": small_db}, args.per_user, embedder.dim, model, rows, per_user=args.per_user)
     total = args.users * args.per_user
     started = time.perf_counter()
