@@ -38,7 +38,7 @@ from cortadel_server.retrieval.stages import (
     weigh_questions,
     weigh_speaker,
 )
-from cortadel_server.storage.base import MemoryRecord, ScoredId, Storage
+from cortadel_server.storage.base import MemoryHead, MemoryRecord, ScoredId, Storage
 
 __all__ = [
     "ARMS",
@@ -148,6 +148,10 @@ class Retriever:
 
     def search(self, request: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
         config = (config or RECIPES[request.mode]).for_request(request)
+        with self.storage.search_snapshot(request.user_id):
+            return self._search(request, config)
+
+    def _search(self, request: SearchRequest, config: SearchConfig) -> list[Hit]:
         timings: dict[str, float] = {}
         vector_cache: list[np.ndarray] = []
 
@@ -181,43 +185,54 @@ class Retriever:
         # Re-ranking stages look at a wider head than they return, so what they lift has been seen.
         reranking = config.question_weight != 1.0 or config.speaker_weight != 1.0 or config.session_decay is not None
         head_size = max(depth, config.rerank_depth) if reranking else depth
+        # The head's texts and sessions are what the stages read; whole records only for the hits
+        # returned (unless they are the whole head).
+        read_heads = self.storage.memory_heads if head_size > request.top_k else self.storage.get_memories
         reading = time.perf_counter()
-        records = self.storage.get_memories(request.user_id, [mid for mid, _ in fused[:head_size]])
+        heads: dict[str, MemoryHead | MemoryRecord] = dict(read_heads(request.user_id, [mid for mid, _ in fused[:head_size]]))
         read_seconds = time.perf_counter() - reading
         lent: dict[str, str] = {}
         if config.neighbours is not None and fused:
-            fused, lent = self._add_neighbours(ctx, fused, records, config.neighbours)
-            missing = [mid for mid, _ in fused[:head_size] if mid not in records]
+            fused, lent = self._add_neighbours(ctx, fused, heads, config.neighbours)
+            missing = [mid for mid, _ in fused[:head_size] if mid not in heads]
             reading = time.perf_counter()
-            records.update(self.storage.get_memories(request.user_id, missing))
+            heads.update(read_heads(request.user_id, missing))
             read_seconds += time.perf_counter() - reading
         if config.question_weight != 1.0:
-            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
-            fused = weigh_questions(head, {mid: records[mid].text for mid, _ in head}, config.question_weight)
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in heads]
+            fused = weigh_questions(head, {mid: heads[mid].text for mid, _ in head}, config.question_weight)
         if config.speaker_weight != 1.0:
-            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
-            fused = weigh_speaker(head, {mid: records[mid].text for mid, _ in head}, asked_about(request.query),
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in heads]
+            fused = weigh_speaker(head, {mid: heads[mid].text for mid, _ in head}, asked_about(request.query),
                                   config.speaker_weight)
         if config.session_decay is not None:
-            head = [(mid, score) for mid, score in fused[:head_size] if mid in records]
-            fused = spread_sessions(head, {mid: records[mid].session_id for mid, _ in head}, config.session_decay)
-        # Reading the head's records is its own phase: it costs the same whatever the store's size.
-        timings["fusion_ms"] = round(_ms(started) - read_seconds * 1000, 3)
-        timings["records_ms"] = round(read_seconds * 1000, 3)
+            head = [(mid, score) for mid, score in fused[:head_size] if mid in heads]
+            fused = spread_sessions(head, {mid: heads[mid].session_id for mid, _ in head}, config.session_decay)
+        fusion_seconds = time.perf_counter() - started - read_seconds
 
+        chosen = [(mid, score) for mid, score in fused[:depth] if mid in heads]
+        rerank_scores, rerank_attrs = self._rerank(request, chosen, heads, timings) if request.rerank else ({}, {})
+        if rerank_scores:
+            chosen.sort(key=lambda item: -rerank_scores[item[0]])
+        chosen = chosen[: request.top_k]
+        if request.token_budget:
+            chosen = chosen[: trim_to_token_budget([heads[mid].text for mid, _ in chosen], request.token_budget)]
+        reading = time.perf_counter()
+        records = {mid: head for mid, head in heads.items() if isinstance(head, MemoryRecord)}
+        records.update(self.storage.get_memories(request.user_id, [mid for mid, _ in chosen if mid not in records]))
+        read_seconds += time.perf_counter() - reading
+        # Reading the records is its own phase: it costs the same whatever the store's size.
+        timings["fusion_ms"] = round(fusion_seconds * 1000, 3)
+        timings["records_ms"] = round(read_seconds * 1000, 3)
         hits = [
             Hit(
                 memory=records[mid],
                 score=score,
                 ranks={arm: arm_ranks[mid] for arm, arm_ranks in ranks.items() if mid in arm_ranks},
             )
-            for mid, score in fused[:depth]
+            for mid, score in chosen
             if mid in records
         ]
-        rerank_attrs = self._rerank(request, hits, timings) if request.rerank else {}
-        hits = hits[: request.top_k]
-        if request.token_budget:
-            hits = hits[: trim_to_token_budget([h.memory.text for h in hits], request.token_budget)]
         if self.observe_timings is not None:
             self.observe_timings(timings)
         for hit, reference in zip(hits, reference_scores([h.ranks for h in hits], config.rrf_k), strict=True):
@@ -229,7 +244,7 @@ class Retriever:
                 **({"fade_weight": round(fade_weights[hit.memory.id], 6)} if hit.memory.id in fade_weights else {}),
                 **({"context_of": lent[hit.memory.id]} if hit.memory.id in lent else {}),
                 **rerank_attrs,
-                **({"rerank_score": hit.attributes["rerank_score"]} if "rerank_score" in hit.attributes else {}),
+                **({"rerank_score": rerank_scores[hit.memory.id]} if hit.memory.id in rerank_scores else {}),
                 "timings_ms": timings,
             }
         return hits
@@ -238,31 +253,39 @@ class Retriever:
         self,
         ctx: ArmContext,
         fused: list[tuple[str, float]],
-        records: dict[str, MemoryRecord],
+        heads: Mapping[str, MemoryHead | MemoryRecord],
         config: NeighbourConfig,
     ) -> tuple[list[tuple[str, float]], dict[str, str]]:
-        head = [mid for mid, _ in fused[: config.depth] if mid in records]
-        texts = {mid: records[mid].text for mid in head}
+        head = [mid for mid, _ in fused[: config.depth] if mid in heads]
+        texts = {mid: heads[mid].text for mid in head}
         # Only the sessions of hits that lend: with replies_only, those that ask a question.
         lenders = [mid for mid in head if not config.replies_only or is_question(texts[mid])]
         if not lenders:
             return fused, {}
-        session_of = {mid: records[mid].session_id for mid in lenders}
+        session_of = {mid: heads[mid].session_id for mid in lenders}
         members = ctx.session_members(sorted({s for s in session_of.values() if s is not None}))
         return add_neighbours(fused, session_of, members, config, texts)
 
-    def _rerank(self, request: SearchRequest, hits: list[Hit], timings: dict[str, float]) -> dict[str, Any]:
+    def _rerank(
+        self,
+        request: SearchRequest,
+        chosen: list[tuple[str, float]],
+        heads: Mapping[str, MemoryHead | MemoryRecord],
+        timings: dict[str, float],
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The cross-encoder's score of each of ``chosen`` (none without one), and the attributes
+        every hit then carries."""
         if self.reranker is None:
-            return {"reranked": False, "rerank_note": "no cross-encoder configured; fused order kept"}
-        if not hits:
-            return {"reranked": True, "reranker": self.reranker.name}
+            return {}, {"reranked": False, "rerank_note": "no cross-encoder configured; fused order kept"}
+        if not chosen:
+            return {}, {"reranked": True, "reranker": self.reranker.name}
         started = time.perf_counter()
-        scores = self.reranker.score(request.query, [h.memory.text for h in hits])
+        scores = self.reranker.score(request.query, [heads[mid].text for mid, _ in chosen])
         timings["rerank_ms"] = _ms(started)
-        for hit, score in zip(hits, scores, strict=True):
-            hit.attributes["rerank_score"] = float(score)
-        hits.sort(key=lambda h: -h.attributes["rerank_score"])
-        return {"reranked": True, "reranker": self.reranker.name}
+        return (
+            {mid: float(score) for (mid, _), score in zip(chosen, scores, strict=True)},
+            {"reranked": True, "reranker": self.reranker.name},
+        )
 
 
 def _ms(started: float) -> float:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,15 @@ class MemoryRecord:
     def is_current(self) -> bool:
         """Still believed and still true: neither expired in record time nor ended in valid time."""
         return self.expired_at is None and self.invalid_at is None
+
+
+@dataclass(frozen=True)
+class MemoryHead:
+    """What ranking reads of a memory before the hits are known (``Storage.memory_heads``)."""
+
+    id: str
+    text: str
+    session_id: str | None
 
 
 @dataclass(frozen=True)
@@ -305,6 +314,12 @@ class Storage(abc.ABC):
     def user_version(self, user_id: str) -> int:
         """The user's version (0 before their first write): what a cache of their data compares with."""
 
+    def search_snapshot(self, user_id: str) -> AbstractContextManager[None]:
+        """The reads of one search of ``user_id``, made inside this block of the calling thread: a
+        backend may make them in one snapshot and read the user's version (and what else only a
+        commit changes) once for all of them. This default leaves each read on its own."""
+        return nullcontext()
+
     # -- memories --------------------------------------------------------------------------------
     @abc.abstractmethod
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None: ...
@@ -319,6 +334,13 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def get_memories(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryRecord]: ...
+
+    def memory_heads(self, user_id: str, ids: Sequence[str]) -> Mapping[str, MemoryHead | MemoryRecord]:
+        """The text and session of those of ``ids`` that exist, in any state: what a search's
+        stages after fusion read of its fused head, of which it returns only the best few. A
+        backend may answer with whole records (this default does, from ``get_memories``); the
+        search then reads no record twice."""
+        return self.get_memories(user_id, ids)
 
     def current_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
         """The texts of those of ``ids`` that are current, in the order ``get_memories`` gives

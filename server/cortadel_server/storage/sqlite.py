@@ -8,6 +8,7 @@ limit enforced by SQLite's progress handler.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -31,6 +32,7 @@ from cortadel_server.storage.base import (
     Job,
     JobGroup,
     MemoryFilters,
+    MemoryHead,
     MemoryRecord,
     ReconcileRun,
     ScoredId,
@@ -105,6 +107,15 @@ def _user_vectors_of(version: int, rows: list[tuple[Any, ...]]) -> UserVectors |
     )
 
 
+#: where each ``MemoryRecord`` field sits in a row of ``SELECT_MEMORY``, and whether it is JSON
+_RECORD_FIELDS = [(MEMORY_COLUMNS.index(f.name), f.name in JSON_COLUMNS) for f in dataclasses.fields(MemoryRecord)]
+
+
+def _json_value(text: str) -> Any:
+    # Most lists and dicts stored are empty; json.loads of "[]" alone took 1.4 µs.
+    return [] if text == "[]" else {} if text == "{}" else json.loads(text)
+
+
 _INSERT_EVENT = "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)"
 _INSERT_JOB = "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 
@@ -129,11 +140,20 @@ _DIALECT = Dialect(
 
 
 class _Connection(apsw.Connection):
-    """A connection that carries the deadline of the query it is running."""
+    """A connection that carries the deadline of the query it is running, and what searches on it
+    read once for as long as no other connection commits (``SqliteStorage.search_snapshot``)."""
 
     deadline: float = float("inf")
     #: the user terms the full-text index holds (set by ``_connect``)
     terms: UserTerms
+    #: a search snapshot is open on this connection
+    in_snapshot: bool = False
+    #: the database's ``PRAGMA data_version`` that ``versions`` and ``totals`` were read at: a
+    #: commit by any other connection (of any process) moves it on
+    cached_at: int = -1
+    #: user versions (at most ``VERSIONS_HELD``) and full-text tables' totals read in snapshots at ``cached_at``
+    versions: dict[str, int]
+    totals: dict[str, Totals]
 
     def past_deadline(self) -> bool:
         return time.monotonic() > self.deadline
@@ -143,6 +163,8 @@ class _Connection(apsw.Connection):
 INDEX_AFTER_SEARCHES = 20
 #: users whose searches are counted at once, before the counts start over
 SEARCH_COUNTS_HELD = 100_000
+#: user versions a read connection keeps between commits (``SqliteStorage.search_snapshot``)
+VERSIONS_HELD = 10_000
 
 
 class SqliteStorage(Storage):
@@ -198,6 +220,7 @@ class SqliteStorage(Storage):
     def _connect(self) -> _Connection:
         conn = _Connection(str(self.path))
         conn.terms = register(conn)
+        conn.versions, conn.totals = {}, {}
         conn.set_busy_timeout(int(self._query_timeout * 1000))
         # secure_delete: freed cells and pages are zeroed, so deleted text leaves the file.
         conn.execute(
@@ -353,8 +376,43 @@ class SqliteStorage(Storage):
         self._terms.advance(user_id, version, terms)
 
     def user_version(self, user_id: str) -> int:
+        conn = self._conn()
+        if conn.in_snapshot:
+            version = conn.versions.get(user_id)
+            if version is None:
+                if len(conn.versions) >= VERSIONS_HELD:
+                    conn.versions.clear()
+                version = conn.versions[user_id] = self._read_user_version(user_id)
+            return version
+        return self._read_user_version(user_id)
+
+    def _read_user_version(self, user_id: str) -> int:
         rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
         return int(rows[0][0]) if rows else 0
+
+    @contextmanager
+    def search_snapshot(self, user_id: str) -> Iterator[None]:
+        """One read transaction for the search: its arms read one snapshot, and the user's version
+        (four reads a search) and the full-text totals (two reads of 0.1 ms) are read once for as
+        long as no other connection commits, as ``PRAGMA data_version`` tells."""
+        conn = self._conn()
+        if self._write_owner == threading.get_ident() or conn.in_snapshot:
+            yield  # inside a write its own view is the snapshot; nested: the enclosing one
+            return
+        self._exec("BEGIN")
+        try:
+            # The first read of the transaction: the data version of its snapshot.
+            data_version = self._rows("PRAGMA data_version")[0][0]
+            if data_version != conn.cached_at:
+                conn.versions.clear()
+                conn.totals.clear()
+                conn.cached_at = data_version
+            conn.in_snapshot = True
+            yield
+        finally:
+            conn.in_snapshot = False
+            if not conn.getautocommit():
+                self._exec("COMMIT")
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
@@ -413,10 +471,8 @@ class SqliteStorage(Storage):
 
     @staticmethod
     def _record(row: tuple[Any, ...]) -> MemoryRecord:
-        values = dict(zip(MEMORY_COLUMNS, row, strict=True))
-        for name in JSON_COLUMNS:
-            values[name] = json.loads(values[name])
-        return MemoryRecord(**values)
+        # Positional, and the empty JSON values without json.loads: 2.3 against 8 µs a record.
+        return MemoryRecord(*[_json_value(row[at]) if is_json else row[at] for at, is_json in _RECORD_FIELDS])
 
     def get_memory(self, user_id: str, memory_id: str) -> MemoryRecord | None:
         rows = self._rows(SELECT_MEMORY + " WHERE user_id = ? AND id = ?", (user_id, memory_id))
@@ -431,6 +487,16 @@ class SqliteStorage(Storage):
             (json.dumps(list(ids)), user_id),
         )
         return {r.id: r for r in map(self._record, rows)}
+
+    def memory_heads(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryHead]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            # The plan of get_memories, three columns instead of a record with JSON.
+            "SELECT id, text, session_id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND +user_id = ?",
+            (json.dumps(list(ids)), user_id),
+        )
+        return {row[0]: MemoryHead(*row) for row in rows}
 
     def current_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
@@ -766,6 +832,9 @@ class SqliteStorage(Storage):
         in_write = table == "memories_fts" and self._write_owner == threading.get_ident()
         if in_write and self._memory_totals is not None:
             return self._memory_totals
+        conn = self._conn()
+        if conn.in_snapshot and (cached := conn.totals.get(table)) is not None:
+            return cached  # every user's rows: the same for every search until a commit
         row = self._rows(
             f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
             ('"' + " ".join(user_key(user_id) + stem for stem in phrase) + '"',),
@@ -773,6 +842,8 @@ class SqliteStorage(Storage):
         totals = Totals(*row[0]) if row else Totals(0, 0)
         if in_write and row:
             self._memory_totals = totals
+        if conn.in_snapshot and row:
+            conn.totals[table] = totals
         return totals
 
     def _fts5_text_search(
@@ -822,19 +893,20 @@ class SqliteStorage(Storage):
             cached = cache.current(user_id, self._bumped[user_id])
             if cached is not None:
                 return cached
-        if not in_write:
+        # Inside a write or a search snapshot, the reads below share a snapshot already.
+        own_snapshot = not in_write and not self._conn().in_snapshot
+        if own_snapshot:
             self._exec("BEGIN")
         try:
-            version_rows = self._rows("SELECT version FROM user_versions WHERE user_id = ?", (user_id,))
-            if not version_rows:
+            version = self.user_version(user_id)
+            if not version:  # no row: versions start at 1
                 return None
-            version = version_rows[0][0]
             cached = cache.current(user_id, version)
             if cached is not None:
                 return cached
             rows = self._rows(sql, (user_id,))
         finally:
-            if not in_write:
+            if own_snapshot:
                 self._exec("COMMIT")
         entry = build(version, rows)
         if entry is not None:
