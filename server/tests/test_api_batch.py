@@ -244,3 +244,41 @@ def test_a_batch_decides_as_the_same_adds_one_by_one(api: httpx.Client, user: st
             ("SUPERSEDE", {"supersedes": lisbon["id"]}),
         ], who
         assert all(started - 1 <= datetime.fromisoformat(e["at"]).timestamp() <= time.time() + 1 for e in history)
+
+
+#: stored by single adds before the next test's items
+STORED_FIRST = [{"text": "Alice keeps her bike in the blue shed.", "infer": False}, {"text": "I live in Berlin."}]
+#: exact repeats (by fingerprint) of a stored fact, of an earlier item, and of a fact an earlier item superseded
+REPEATS = [
+    {"text": "Alice keeps her bike in the blue shed.", "infer": False},
+    {"text": "I live in Paris now."},
+    {"text": "I live in Berlin."},
+    {"text": "Bob fixes bikes on Sundays.", "infer": False},
+    {"text": "Bob fixes bikes on Sundays.", "infer": False},
+    {"text": "I live in Paris."},
+]
+
+
+def test_a_repeat_matches_only_facts_still_current_at_its_turn(api: httpx.Client, user: str) -> None:
+    answers: dict[str, list[dict]] = {}
+    stored: dict[str, list[dict]] = {}
+    for who, one_by_one in ((f"{user}-batch", False), (f"{user}-single", True)):
+        stored[who] = [api.post("/api/v1/memories", json={"user_id": who, **item}).json() for item in STORED_FIRST]
+        if one_by_one:
+            answers[who] = [api.post("/api/v1/memories", json={"user_id": who, **item}).json() for item in REPEATS]
+        else:
+            answers[who] = batch(api, who, memories=REPEATS)["memories"]
+    for who, answer in answers.items():
+        shed, berlin = (m["id"] for m in stored[who])
+        assert [(m["event"], m["content"]) for m in answer] == [
+            ("SKIP_DUPLICATE", "Alice keeps her bike in the blue shed."), ("SUPERSEDE", "User lives in Paris now."),
+            ("SUPERSEDE", "User lives in Berlin."), ("ADD", "Bob fixes bikes on Sundays."),
+            ("SKIP_DUPLICATE", "Bob fixes bikes on Sundays."), ("SUPERSEDE", "User lives in Paris."),
+        ], who
+        # The stored repeat names the stored fact, the later Bob the earlier one; Berlin again is a
+        # new fact, not the one Paris superseded, and Paris again supersedes that new one.
+        assert (answer[0]["id"], answer[4]["id"]) == (shed, answer[3]["id"]), who
+        assert berlin not in {answer[2]["id"], answer[5]["id"]}, who
+        again = api.get(f"/api/v1/memories/{answer[2]['id']}", params={"user_id": who}).json()
+        assert (again["is_current"], again["superseded_by"]) == (False, answer[5]["id"]), who
+        assert listing(api, who) == ["Alice keeps her bike in the blue shed.", "Bob fixes bikes on Sundays.", "User lives in Paris."]

@@ -98,6 +98,28 @@ def test_find_by_fingerprint_takes_the_oldest_current_fact(store: Storage) -> No
     assert store.find_by_fingerprint("u2", "same") is None
 
 
+def test_all_current_texts_are_the_users_current_facts_up_to_a_limit(store: Storage) -> None:
+    store.insert_memory(mem("live", "User lives in Porto."), vec(1, 0, 0, 0))
+    store.insert_memory(mem("cat", "User owns a cat."), vec(0, 1, 0, 0))
+    store.insert_memory(mem("gone", "User lives in Lisbon.", expired_at=T0 + 1, state="superseded"), vec(1, 0, 0, 0))
+    store.insert_memory(mem("theirs", "User owns a dog.", user="u2"), vec(0, 1, 0, 0))
+    assert store.all_current_texts("u1", 2) == {"live": "User lives in Porto.", "cat": "User owns a cat."}
+    assert store.all_current_texts("u1", 1) is None
+    assert store.all_current_texts("u3", 5) == {}
+
+
+def test_first_by_fingerprints_answers_as_find_by_fingerprint_for_each(store: Storage) -> None:
+    store.insert_memory(mem("old", "x", at=1, fingerprint="same"), vec(1, 0, 0, 0))
+    store.insert_memory(mem("new", "x", at=2, fingerprint="same"), vec(1, 0, 0, 0))
+    store.insert_memory(mem("ended", "y", at=1, fingerprint="gone", expired_at=T0 + 2, state="superseded"), vec(0, 1, 0, 0))
+    store.insert_memory(mem("theirs", "z", user="u2", fingerprint="other"), vec(0, 0, 1, 0))
+    assert store.first_by_fingerprints("u1", ["same", "gone", "other", "same", "none"]) == {"same": "old"}
+    store.update_memory("u1", "old", expired_at=T0 + 3)
+    assert store.first_by_fingerprints("u1", ["same"]) == {"same": "new"}
+    assert store.first_by_fingerprints("u2", ["same", "other"]) == {"other": "theirs"}
+    assert store.first_by_fingerprints("u1", []) == {}
+
+
 def test_current_texts_name_only_the_users_current_facts(store: Storage) -> None:
     store.insert_memory(mem("live", "User lives in Porto."), vec(1, 0, 0, 0))
     store.insert_memory(mem("gone", "User lives in Lisbon.", invalid_at=T0 + 1, expired_at=T0 + 1, state="superseded"), vec(1, 0, 0, 0))

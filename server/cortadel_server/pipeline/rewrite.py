@@ -35,7 +35,12 @@ _CONTRACTIONS = (
     (r"\bcant\b", "cannot"),
 )
 _CONTRACTION_RULES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
-_MAY_CONTRACT = re.compile(r"'|\b(?:let's|im|ive|cant|\w+nt)\b", re.IGNORECASE)  # skips the rules for most texts
+# Every rule at once, to skip them all for a text none of them matches (a possessive "Ana's" too,
+# which ran all fifteen). Over lower-cased ASCII text, the rules lower-cased (they hold no escape
+# that lower() changes): IGNORECASE took three times as long.
+_ANY_CONTRACTION = "|".join(pattern for pattern, _ in _CONTRACTIONS)
+_MAY_CONTRACT = re.compile(_ANY_CONTRACTION, re.IGNORECASE)
+_MAY_CONTRACT_LOWER = re.compile(_ANY_CONTRACTION.lower())
 
 ADVERBS = frozenset(
     ["only", "always", "never", "usually", "really", "also", "still", "just", "often", "sometimes", "mostly", "now", "currently", "rarely", "generally", "typically", "actually", "mainly", "definitely", "absolutely", "primarily", "recently", "finally", "already", "even", "normally", "seldom", "occasionally", "frequently", "regularly", "basically", "honestly", "literally", "totally", "constantly"]
@@ -61,7 +66,7 @@ _ANAPHORA = {"my": "their", "our": "their", "mine": "theirs", "ours": "theirs", 
 def expand_contractions(text: str) -> str:
     """"I'm" → "I am", "don't" → "do not", ... (straight and curly apostrophes)."""
     text = text.replace("’", "'")
-    if not _MAY_CONTRACT.search(text):
+    if not (_MAY_CONTRACT_LOWER.search(text.lower()) if text.isascii() else _MAY_CONTRACT.search(text)):
         return text
     for pattern, replacement in _CONTRACTION_RULES:
         text = pattern.sub(replacement, text)

@@ -357,6 +357,18 @@ class Storage(abc.ABC):
             return None, self.current_texts(user_id, ids)
         return same.id, self.current_texts(user_id, list(dict.fromkeys([*ids, same.id])))
 
+    def all_current_texts(self, user_id: str, limit: int) -> dict[str, str] | None:
+        """The texts of all the user's current memories by id, or None when they are more than
+        ``limit``: a batch reads them at once when that costs less than its dedup lookups would."""
+        found, total = self.list_memories(user_id, MemoryFilters(), offset=0, limit=limit)
+        return None if total > limit else {r.id: r.text for r in found}
+
+    def first_by_fingerprints(self, user_id: str, fingerprints: Sequence[str]) -> dict[str, str]:
+        """Per fingerprint, the id of the memory ``find_by_fingerprint`` finds, for those that have
+        one: a batch's dedup lookups read them all at once (a backend may answer in one statement)."""
+        found = ((f, self.find_by_fingerprint(user_id, f)) for f in dict.fromkeys(fingerprints))
+        return {f: record.id for f, record in found if record is not None}
+
     @abc.abstractmethod
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int

@@ -452,10 +452,13 @@ class SqliteStorage(Storage):
         assignments = ", ".join(f"{k} = :{k}" for k in values)
         with self.write():
             touched = self._sessions_of(user_id, [memory_id]) if {"text", "session_id"} & set(fields) else []
+            totals = self._memory_totals
             self._exec(
                 f"UPDATE memories SET {assignments} WHERE user_id = :_user AND id = :_id",
                 {**values, "_user": user_id, "_id": memory_id},
             )
+            if "text" not in fields:  # only a new text changes full-text rows (the update trigger): a supersede keeps the totals
+                self._memory_totals = totals
             if touched or fields.get("session_id"):
                 rebuild_sessions(self, user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
             now_current = self._rows(
@@ -520,6 +523,23 @@ class SqliteStorage(Storage):
             (user_id, fingerprint, json.dumps(list(ids)), user_id),
         )
         return next((memory_id for memory_id, _, same in rows if same), None), {memory_id: text for memory_id, text, _ in rows}
+
+    def all_current_texts(self, user_id: str, limit: int) -> dict[str, str] | None:
+        rows = self._rows(
+            "SELECT id, text FROM memories WHERE user_id = ? AND expired_at IS NULL AND invalid_at IS NULL LIMIT ?",
+            (user_id, limit + 1),
+        )
+        return None if len(rows) > limit else dict(rows)
+
+    def first_by_fingerprints(self, user_id: str, fingerprints: Sequence[str]) -> dict[str, str]:
+        rows = self._rows(
+            # find_by_fingerprint's lookup for every fingerprint at once, through the same index.
+            "SELECT fingerprint, id FROM (SELECT fingerprint, id, row_number() OVER (PARTITION BY fingerprint "
+            "ORDER BY created_at, rowid) AS n FROM memories WHERE user_id = ? AND fingerprint IN "
+            "(SELECT value FROM json_each(?)) AND expired_at IS NULL AND invalid_at IS NULL) WHERE n = 1",
+            (user_id, json.dumps(list(dict.fromkeys(fingerprints)))),
+        )
+        return dict(rows)
 
     @staticmethod
     def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
