@@ -6,12 +6,12 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cortadel_server import __version__
-from cortadel_server.config import Settings
+from cortadel_server.config import SETTINGS, Settings
 from cortadel_server.errors import ConfigError, CortadelError
 from cortadel_server.logs import configure_logging
 from cortadel_server.transfer import FOREIGN_FORMATS
@@ -29,33 +29,36 @@ def _settings(args: argparse.Namespace) -> Settings:
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
         data=getattr(args, "data", None),
+        workers=getattr(args, "workers", None),
     )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from cortadel_server.listening import ListeningServer
+    from cortadel_server.listening import ListeningServer, uvicorn_config
     from cortadel_server.server import build_app
 
     settings = _settings(args)
     configure_logging(settings)
     if settings.auth_secret is None and settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding to %s with no CORTADEL_AUTH_SECRET: every memory is open to anyone who can reach this port", settings.host)
-    app = build_app(settings)
     port_file = Path(args.port_file) if args.port_file else None
 
     def listening(port: int) -> None:
-        log.info("Cortadel %s serving on http://%s:%s (data: %s)", __version__, settings.host, port, settings.database_location)
+        workers = f", {settings.workers} worker processes" if settings.workers > 1 else ""
+        log.info("Cortadel %s serving on http://%s:%s (data: %s%s)", __version__, settings.host, port,
+                 settings.database_location, workers)
         if port_file is not None:
             partial = port_file.with_name(port_file.name + ".partial")
             partial.write_text(f"{port}\n", encoding="utf-8")
             partial.replace(port_file)  # a reader never sees a half-written file
 
-    # httptools, not uvicorn's pure-Python h11: about 0.3 ms less CPU a request (docs/performance.md).
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False,
-                            log_config=None, http="httptools")
-    server = ListeningServer(config, on_listening=listening)
+    if settings.workers > 1:
+        from cortadel_server.service import MemoryService
+        from cortadel_server.worker_processes import serve_workers
+
+        MemoryService.open(settings).close()  # migrations and the start checks, once, before any worker
+        return serve_workers(settings, listening)
+    server = ListeningServer(uvicorn_config(build_app(settings), settings), on_listening=listening)
     server.run()
     return 0 if server.started else 3  # 3: uvicorn's own exit code for a failed startup
 
@@ -238,6 +241,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setting_value(name: str) -> Callable[[str], Any]:
+    """A flag's value read as the setting's own variable is (the same bounds, the same message)."""
+    [setting] = [s for s in SETTINGS if s.name == name]
+
+    def parse(text: str) -> Any:
+        try:
+            return setting.parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="cortadel", description="Self-hosted long-term memory for AI agents.")
     sub = root.add_subparsers(dest="command", required=True)
@@ -250,6 +266,7 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="interface to bind (CORTADEL_HOST; default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (CORTADEL_PORT; default 3001; 0 lets the system pick a free one)")
     serve.add_argument("--port-file", help="once listening, write the bound port to this file (for --port 0)")
+    serve.add_argument("--workers", type=_setting_value("workers"), help="server processes on the one port (CORTADEL_WORKERS; default 1)")
     serve.set_defaults(func=cmd_serve)
 
     mint = sub.add_parser("mint-key", help="print an API key bound to a user (needs CORTADEL_AUTH_SECRET)")

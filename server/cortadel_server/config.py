@@ -124,6 +124,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("write_budget", _float_range(0.1, 3600), "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
     Setting("write_workers", _int_range(1, 64), "REST write requests processed at once; more wait their turn without holding a thread."),
     Setting("read_workers", _int_range(1, 256), "REST searches processed at once, apart from the writes so waiting writes never slow them."),
+    Setting("workers", _int_range(1, 64), "Server processes serving the one port (`cortadel serve --workers`); 1 serves from the process itself. More use more cores (docs/deploy.md)."),
     Setting("log_level", _choice("debug", "info", "warning", "error"), "Log level."),
     Setting("log_format", _choice("plain", "json"), "Log line format."),
     Setting("reconcile_auto_approve", _float_range(0, 1.01), "Reconciliation findings at or above this confidence are applied at once (approved by the run); the rest wait for review. Above 1: none are (docs/curation.md)."),
@@ -171,6 +172,7 @@ class Settings:
     write_budget: float = 60.0
     write_workers: int = 4
     read_workers: int = 16
+    workers: int = 1
     log_level: str = "info"
     log_format: str = "plain"
     reconcile_auto_approve: float = 0.9

@@ -115,9 +115,12 @@ class MemoryService:
         return service
 
     def start_background(self) -> None:
-        """Start the off-request-path work: the enrichment job worker, and the repair of embeddings
-        an interrupted reindex left stale or missing."""
+        """Start the off-request-path work: the enrichment job worker, and (in the one process of
+        several serving a SQLite file that holds that duty) the reconcile schedule and the repair
+        of embeddings an interrupted reindex left stale or missing."""
         self.writer.start_background()
+        if not self.storage.holds_background_duty():
+            return
         self.reconciler.start_schedule()
         info = self.storage.index_info()
         if info.missing_embeddings or info.reindex_target:

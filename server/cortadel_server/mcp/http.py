@@ -44,6 +44,9 @@ class McpHttp:
             max_request_body_size=service.settings.max_conversation_bytes,
             max_sessions=service.settings.mcp_max_sessions,
             session_idle_timeout=service.settings.mcp_session_idle_timeout,
+            # A session lives in one process; the worker processes of `serve --workers` share one port, so
+            # a session's next request may reach another: there every request stands alone (docs/deploy.md).
+            stateless=service.settings.workers > 1,
         )
 
     @asynccontextmanager

@@ -10,7 +10,8 @@ A fact is written with `extraction_status="pending"` and an `enrich` job. The jo
 entities its text mentions (resolving aliases such as "NYC" and "New York City" to one entity of
 the user's), fills in categories when the fact has none, and sets the status to "done". A failing
 job is retried with exponential backoff; after `MAX_ATTEMPTS` the fact is marked "failed". Jobs a
-crashed process had claimed are queued again at start, so a restart loses nothing.
+process had claimed when it died are queued again, at the next start or the next claim of another
+process serving the same store, so a restart or a killed worker loses nothing.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ class Enricher:
         self.handlers: dict[str, Callable[[Job], None]] = {ENRICH: self._enrich}
 
     def start(self) -> None:
-        """Requeue jobs a previous process left claimed, then work in a daemon thread."""
+        """Requeue jobs that processes now gone left claimed, then work in a daemon thread."""
         requeued = self.storage.requeue_running_jobs()
         if requeued:
-            log.info("enrichment: requeued %d interrupted jobs", requeued)
+            log.info("enrichment: requeued %d jobs interrupted by a process that ended", requeued)
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="cortadel-enrich", daemon=True)
         self._thread.start()

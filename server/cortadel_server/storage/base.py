@@ -445,13 +445,20 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def claim_job(self, now: float) -> Job | None:
-        """Take the oldest due job; it stays claimed until finished, failed, or the server restarts."""
+        """Take the oldest due job, or one whose claiming process is gone; it stays claimed, by this
+        process, until finished or failed, or until this process ends."""
 
     @abc.abstractmethod
     def requeue_running_jobs(self) -> int:
-        """Jobs claimed by a process that died go back to the queue. Returns how many. (SQLite, one
-        server per file, takes every claimed job at start for orphaned; a backend shared by live
-        processes must tell the dead claimers apart, and ``claim_job`` takes their jobs over too.)"""
+        """Jobs claimed by a process that is gone go back to the queue. Returns how many. Several
+        live processes share one queue (PostgreSQL replicas, the worker processes of
+        ``cortadel serve --workers`` on one SQLite file): a live claimer's jobs stay its own."""
+
+    def holds_background_duty(self) -> bool:
+        """Whether this process does the store's once-only background work (the reconcile schedule,
+        the repair of stale embeddings): on SQLite, one of the processes serving the file at a
+        time, and the next to start once it ends; here, every process (each PostgreSQL replica does it)."""
+        return True
 
     @abc.abstractmethod
     def finish_job(self, job_id: int) -> None: ...

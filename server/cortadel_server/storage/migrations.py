@@ -312,6 +312,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        "0008_job_claimers",
+        # which process took a running job (storage/sqlite_claims.py), so another takes it over only
+        # once that process is gone; jobs left running before this have none and count as orphaned
+        "ALTER TABLE jobs ADD COLUMN claimed_by TEXT;",
+    ),
 )
 
 

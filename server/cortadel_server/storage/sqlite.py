@@ -70,6 +70,7 @@ from cortadel_server.storage.migrations import migrate
 from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summarise_users
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
+from cortadel_server.storage.sqlite_claims import BACKGROUND_DUTY, claimer_for
 from cortadel_server.storage.sqlite_terms import UserTerms, register
 from cortadel_server.storage.term_index import TermIndex, Totals
 from cortadel_server.storage.vector_cache import UserVectors, VectorCache, Versioned, VersionedCache
@@ -215,6 +216,8 @@ class SqliteStorage(Storage):
             # WAL is a property of the file; switch it on outside any transaction.
             self._writer.execute("PRAGMA journal_mode=WAL")
             migrate(self._writer)
+        #: this storage's name on the jobs it claims, and how it tells live claimers from gone ones
+        self._claimer = claimer_for(self.path)
 
     # -- connections -----------------------------------------------------------------------------
     def _connect(self) -> _Connection:
@@ -294,6 +297,7 @@ class SqliteStorage(Storage):
             for conn in self._all_conns:
                 conn.close()
             self._all_conns.clear()
+        self._claimer.close()
 
     def ping(self) -> None:
         self._rows("SELECT 1")
@@ -1074,6 +1078,7 @@ class SqliteStorage(Storage):
 
     def claim_job(self, now: float) -> Job | None:
         with self.write():
+            self._requeue_orphans()  # a job of a process that died is due again, as PostgreSQL's replicas take it over
             rows = self._rows(
                 "SELECT id, kind, user_id, memory_id, payload, attempts FROM jobs "
                 "WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 1",
@@ -1082,15 +1087,31 @@ class SqliteStorage(Storage):
             if not rows:
                 return None
             job_id, kind, user_id, memory_id, payload, attempts = rows[0]
-            self._exec("UPDATE jobs SET status = 'running', attempts = attempts + 1 WHERE id = ?", (job_id,))
+            self._exec(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = ? WHERE id = ?",
+                (self._claimer.name, job_id),
+            )
             return Job(job_id, kind, user_id, memory_id, json.loads(payload), attempts + 1)
 
     def requeue_running_jobs(self) -> int:
-        """Jobs a previous process claimed but never finished go back to the queue."""
+        """Jobs claimed by a process that is gone go back to the queue, and this storage's own (its
+        worker calls this as it starts: nothing it claimed before is running); a live process's stay its own."""
         with self.write():
-            count = int(self._rows("SELECT count(*) FROM jobs WHERE status = 'running'")[0][0])
-            self._exec("UPDATE jobs SET status = 'queued' WHERE status = 'running'")
-            return count
+            return self._requeue_orphans(own=True)
+
+    def _requeue_orphans(self, own: bool = False) -> int:
+        """Inside a write: queue again the running jobs whose claimer is gone (storage/sqlite_claims.py),
+        and with ``own`` those of this storage."""
+        claimers = [c for (c,) in self._rows("SELECT DISTINCT claimed_by FROM jobs WHERE status = 'running'")]
+        gone = [c for c in claimers if (own and c == self._claimer.name) or not self._claimer.alive(c)]
+        if not gone:
+            return 0
+        # IS, not =: a job claimed before claimers were recorded has none
+        where = "status = 'running' AND (" + " OR ".join(["claimed_by IS ?"] * len(gone)) + ")"
+        return len(self._rows("UPDATE jobs SET status = 'queued', claimed_by = NULL WHERE " + where + " RETURNING id", gone))
+
+    def holds_background_duty(self) -> bool:
+        return self._claimer.holds_duty(BACKGROUND_DUTY)
 
     def finish_job(self, job_id: int) -> None:
         with self.write():
@@ -1099,10 +1120,10 @@ class SqliteStorage(Storage):
     def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
         with self.write():
             if retry_at is None:
-                self._exec("UPDATE jobs SET status = 'failed', last_error = ? WHERE id = ?", (error, job_id))
+                self._exec("UPDATE jobs SET status = 'failed', last_error = ?, claimed_by = NULL WHERE id = ?", (error, job_id))
             else:
                 self._exec(
-                    "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ? WHERE id = ?",
+                    "UPDATE jobs SET status = 'queued', last_error = ?, run_after = ?, claimed_by = NULL WHERE id = ?",
                     (error, retry_at, job_id),
                 )
 
