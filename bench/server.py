@@ -51,6 +51,8 @@ class ServerConfig:
     backend: str = "sqlite"
     #: an existing database to serve (a store filled beforehand) instead of a fresh one of ``backend``
     database_url: str | None = None
+    #: server processes on the one port (``serve --workers``); 1 serves from the started process itself
+    workers: int = 1
 
     def from_source(self, source: Path) -> ServerConfig:
         return dataclasses.replace(self, source=source)
@@ -71,6 +73,11 @@ class RunningServer:
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes of a server started with more than one worker (not multiprocessing's resource tracker)."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return sorted(int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text())
 
     def proc_status(self) -> dict[str, int]:
         """VmRSS and VmHWM (peak) of the server process, in bytes, from /proc/<pid>/status."""
@@ -151,7 +158,10 @@ def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0,
     database = config.database_url or database_for(config.backend)
     if database:
         env["CORTADEL_DATABASE_URL"] = database
-    cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db")]
+    cmd = [sys.executable, "-m", "cortadel_server", "serve", "--host", "127.0.0.1", "--port", str(port), "--data", str(data_dir / "cortadel.db"),
+           "--port-file", str(data_dir / "port")]
+    if config.workers != 1:  # only then: a snapshot of older server code (an A/B's base) has no --workers
+        cmd += ["--workers", str(config.workers)]
     with log_path.open("wb") as log:
         process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
     server = RunningServer(config, f"http://127.0.0.1:{port}", process, data_dir, log_path)
@@ -165,12 +175,13 @@ def start_server(config: ServerConfig, workdir: Path, *, timeout: float = 120.0,
 
 
 def _wait_ready(server: RunningServer, timeout: float) -> None:
+    """Wait for the port file (written once every worker serves), then for an answer on /api/health."""
     deadline = time.monotonic() + timeout
     while True:
         if server.process.poll() is not None:
             raise ServerStartError(f"{server.config.name}: server exited with {server.process.returncode}:\n{server.log_tail()}")
         try:
-            if httpx.get(f"{server.base_url}/api/health", timeout=2.0).status_code in (200, 503):
+            if (server.data_dir / "port").exists() and httpx.get(f"{server.base_url}/api/health", timeout=2.0).status_code in (200, 503):
                 return
         except httpx.TransportError:
             pass

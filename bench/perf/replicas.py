@@ -88,27 +88,33 @@ async def add_new(api: BenchClient, texts: Iterator[str], tickets: Iterator[int]
     return created, skipped
 
 
+async def catch_up(a: BenchClient, b: BenchClient, rounds: int, timings: CatchUpTimings, texts: Iterator[str],
+                   tickets: Iterator[int]) -> tuple[int, list[float]]:
+    """``rounds`` of an add through ``a`` and the searches through ``b`` (and the converse), into
+    ``timings``; the adds skipped as duplicates, and the load average every 10 rounds."""
+    loads: list[float] = []
+    skipped = 0
+    for i in range(rounds):
+        written, skips = await add_new(a, texts, tickets)
+        results, seconds = await b.search(USER, written["content"], top_k=10)
+        timings.read_after_write(i, "after_other_add", written, results, seconds)
+        results, seconds = await b.search(USER, written["content"], top_k=10)
+        timings.add("no_write_between", results, seconds)
+        written, more_skips = await add_new(b, texts, tickets)
+        results, seconds = await a.search(USER, written["content"], top_k=10)
+        timings.read_after_write(i, "converse", written, results, seconds)
+        skipped += skips + more_skips
+        if i % 10 == 0:
+            loads.append(load_average())
+    return skipped, loads
+
+
 async def measure(url_a: str, url_b: str, rounds: int) -> tuple[dict[str, Any], list[float]]:
     timings = CatchUpTimings()
-    loads: list[float] = []
-    texts = iter(sentences("user-new", seed=17))
-    tickets = count(10_000, 7919)
-    skipped = 0
     async with BenchClient(url_a, max_connections=1) as a, BenchClient(url_b, max_connections=1) as b:
         for api in (a, b):  # each replica's first search reads the user whole: not what is measured
             await api.search(USER, "warm up", top_k=10)
-        for i in range(rounds):
-            written, skips = await add_new(a, texts, tickets)
-            results, seconds = await b.search(USER, written["content"], top_k=10)
-            timings.read_after_write(i, "after_other_add", written, results, seconds)
-            results, seconds = await b.search(USER, written["content"], top_k=10)
-            timings.add("no_write_between", results, seconds)
-            written, more_skips = await add_new(b, texts, tickets)
-            results, seconds = await a.search(USER, written["content"], top_k=10)
-            timings.read_after_write(i, "converse", written, results, seconds)
-            skipped += skips + more_skips
-            if i % 10 == 0:
-                loads.append(load_average())
+        skipped, loads = await catch_up(a, b, rounds, timings, iter(sentences("user-new", seed=17)), count(10_000, 7919))
     return {**timings.summary(), "duplicate_adds_skipped": skipped}, loads
 
 
