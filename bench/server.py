@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from cortadel_server.testing import database_for
+from cortadel_server.testing import database_for, worker_pids
 
 from bench.errors import ServerStartError
 
@@ -75,9 +75,8 @@ class RunningServer:
         return self.process.pid
 
     def worker_pids(self) -> list[int]:
-        """The worker processes of a server started with more than one worker (not multiprocessing's resource tracker)."""
-        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
-        return sorted(int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text())
+        """The worker processes of a server started with more than one worker."""
+        return worker_pids(self.pid)
 
     def proc_status(self) -> dict[str, int]:
         """VmRSS and VmHWM (peak) of the server process, in bytes, from /proc/<pid>/status."""

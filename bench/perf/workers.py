@@ -36,6 +36,8 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from cortadel_server.testing import connection_owners
+
 from bench.client import BenchClient
 from bench.errors import BenchError
 from bench.perf.corpus import queries, sentences
@@ -67,24 +69,8 @@ def abba(workers: int, rounds: int) -> list[int]:
 
 def connection_workers(server: RunningServer) -> dict[int, int]:
     """Client port → pid of the worker holding the server side of each established connection to
-    the server's port, read from /proc (a connection stays with the worker that accepted it)."""
-    pids = server.worker_pids() or [server.pid]
-    socket_pid: dict[int, int] = {}
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except FileNotFoundError:  # closed meanwhile
-                continue
-            if target.startswith("socket:["):
-                socket_pid[int(target[8:-1])] = pid
-    port = int(server.base_url.rpartition(":")[2])
-    owners: dict[int, int] = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        local, remote, state, inode = (fields := line.split())[1], fields[2], fields[3], int(fields[9])
-        if state == "01" and int(local.split(":")[1], 16) == port and inode in socket_pid:  # 01: established
-            owners[int(remote.split(":")[1], 16)] = socket_pid[inode]
-    return owners
+    the server's port (a connection stays with the worker that accepted it)."""
+    return connection_owners(int(server.base_url.rpartition(":")[2]), server.worker_pids() or [server.pid])
 
 
 def split(owners: dict[int, int]) -> list[int]:

@@ -158,3 +158,30 @@ def cached_folder(target: Path, fill: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def worker_pids(parent: int) -> list[int]:
+    """The worker processes of a ``cortadel serve --workers`` whose supervisor is ``parent``
+    (multiprocessing's resource tracker, also a child, left out)."""
+    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+    return sorted(int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text())
+
+
+def connection_owners(port: int, pids: list[int]) -> dict[int, int]:
+    """Client port → the pid among ``pids`` holding the server side of that established connection
+    to ``port`` (a connection stays with the worker that accepted it), read from /proc."""
+    inode_pid: dict[int, int] = {}
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except FileNotFoundError:  # closed meanwhile
+                continue
+            if target.startswith("socket:["):
+                inode_pid[int(target[8:-1])] = pid
+    owners: dict[int, int] = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, state, inode = (fields := line.split())[1], fields[2], fields[3], int(fields[9])
+        if state == "01" and int(local.split(":")[1], 16) == port and inode in inode_pid:  # 01: established
+            owners[int(remote.split(":")[1], 16)] = inode_pid[inode]
+    return owners

@@ -22,33 +22,7 @@ import httpx
 import pytest
 
 from cortadel_server.storage.sqlite import SqliteStorage
-from cortadel_server.testing import ServerProcess, database_for
-
-
-def worker_pids(parent: int) -> list[int]:
-    """The worker processes of a `cortadel serve` (not multiprocessing's resource tracker)."""
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    return sorted(int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text())
-
-
-def connection_owners(port: int, pids: list[int]) -> dict[int, int]:
-    """Client port → the pid among ``pids`` holding the server side of that established connection."""
-    inode_pid = {}
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except FileNotFoundError:  # closed meanwhile
-                continue
-            if target.startswith("socket:["):
-                inode_pid[int(target[8:-1])] = pid
-    owners = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local, remote, state, inode = fields[1], fields[2], fields[3], int(fields[9])
-        if state == "01" and int(local.split(":")[1], 16) == port and inode in inode_pid:
-            owners[int(remote.split(":")[1], 16)] = inode_pid[inode]
-    return owners
+from cortadel_server.testing import ServerProcess, connection_owners, database_for, worker_pids
 
 
 @pytest.fixture(scope="module")
