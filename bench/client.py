@@ -107,6 +107,9 @@ class BenchClient:
     async def get(self, user_id: str, memory_id: str) -> dict[str, Any]:
         return await self._call("GET", f"{MEMORIES}/{memory_id}", params={"user_id": user_id}, read=True)
 
+    async def delete(self, user_id: str, memory_ids: Sequence[str]) -> dict[str, Any]:
+        return await self._call("DELETE", MEMORIES, json={"user_id": user_id, "memory_ids": list(memory_ids)})
+
     async def communities(self, user_id: str, *, level: int | None = None) -> tuple[list[dict[str, Any]], float]:
         """The user's communities (a Cortadel extension), and the wall-clock seconds of the request."""
         params: dict[str, Any] = {"user_id": user_id} if level is None else {"user_id": user_id, "level": level}

@@ -10,8 +10,10 @@ and analyses it as autovacuum would after a bulk load, and runs two servers on i
 server's first search loads the user (not measured). Then each round: an add (``infer: false``)
 through A and a search for its text through B ("after the other's add": B catches up on A's
 write), the same search through B again ("no write between"), an add through B and a search for
-its text through A ("the converse"). Every search after a write must find the memory just written
-through the other replica, with its text; the report lists each of those searches.
+its text through A ("the converse"), then a delete of A's memory through A and a search for its
+text through B ("after the other's delete": B drops the row, told by the rowids left). Every search
+after a write must find the memory just written through the other replica, with its text, and
+every search after a delete must not find the memory deleted; the report lists each of those searches.
 Prints one JSON report and writes it to bench/reports/replicas.json.
 """
 
@@ -41,7 +43,7 @@ from bench.transfer import fill
 
 REPORT = REPO_ROOT / "bench" / "reports" / "replicas.json"
 USER = "user-0000"  # the one user bench.transfer.fill writes when all memories go to one user
-KINDS = ("after_other_add", "no_write_between", "converse")
+KINDS = ("after_other_add", "no_write_between", "converse", "after_other_delete")
 
 
 class CatchUpTimings:
@@ -51,6 +53,7 @@ class CatchUpTimings:
         self.seconds: dict[str, list[float]] = {kind: [] for kind in KINDS}
         self.phases: dict[str, dict[str, list[float]]] = {kind: {} for kind in KINDS}  # the server's timings_ms
         self.reads_after_writes: list[dict[str, Any]] = []
+        self.reads_after_deletes: list[dict[str, Any]] = []
 
     def add(self, kind: str, results: list[dict[str, Any]], seconds: float) -> None:
         self.seconds[kind].append(seconds)
@@ -67,6 +70,12 @@ class CatchUpTimings:
             "rank": rank, "found": results[rank - 1].get("content") if rank else None, "ms": round(seconds * 1000, 3),
         })
 
+    def read_after_delete(self, round_: int, deleted: dict[str, Any], results: list[dict[str, Any]], seconds: float) -> None:
+        """Record a search for the memory ``deleted`` through the other replica: where it ranked (None: gone)."""
+        self.add("after_other_delete", results, seconds)
+        rank = next((i for i, hit in enumerate(results, 1) if hit.get("id") == deleted["id"]), None)
+        self.reads_after_deletes.append({"round": round_, "id": deleted["id"], "rank": rank, "ms": round(seconds * 1000, 3)})
+
     def summary(self) -> dict[str, Any]:
         reads = self.reads_after_writes
         return {
@@ -75,7 +84,9 @@ class CatchUpTimings:
                              for kind, phases in self.phases.items()},
             "found_the_other_replicas_write": sum(r["found"] == r["written"] for r in reads),
             "top_hit_the_other_replicas_write": sum(r["rank"] == 1 for r in reads),
+            "gone_after_the_other_replicas_delete": sum(r["rank"] is None for r in self.reads_after_deletes),
             "reads_after_writes": reads,
+            "reads_after_deletes": self.reads_after_deletes,
         }
 
 
@@ -90,7 +101,8 @@ async def add_new(api: BenchClient, texts: Iterator[str], tickets: Iterator[int]
 
 async def catch_up(a: BenchClient, b: BenchClient, rounds: int, timings: CatchUpTimings, texts: Iterator[str],
                    tickets: Iterator[int]) -> tuple[int, list[float]]:
-    """``rounds`` of an add through ``a`` and the searches through ``b`` (and the converse), into
+    """``rounds`` of an add through ``a`` and the searches through ``b`` (and the converse, and the
+    delete of ``a``'s memory through ``a`` with a search through ``b``), into
     ``timings``; the adds skipped as duplicates, and the load average every 10 rounds."""
     loads: list[float] = []
     skipped = 0
@@ -100,9 +112,13 @@ async def catch_up(a: BenchClient, b: BenchClient, rounds: int, timings: CatchUp
         timings.read_after_write(i, "after_other_add", written, results, seconds)
         results, seconds = await b.search(USER, written["content"], top_k=10)
         timings.add("no_write_between", results, seconds)
+        deleted = written
         written, more_skips = await add_new(b, texts, tickets)
         results, seconds = await a.search(USER, written["content"], top_k=10)
         timings.read_after_write(i, "converse", written, results, seconds)
+        await a.delete(USER, [deleted["id"]])
+        results, seconds = await b.search(USER, deleted["content"], top_k=10)
+        timings.read_after_delete(i, deleted, results, seconds)
         skipped += skips + more_skips
         if i % 10 == 0:
             loads.append(load_average())
@@ -128,7 +144,7 @@ def vacuum_analyze(url: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.perf.replicas", description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=10_000, help="memories of the one user (default: %(default)s)")
-    parser.add_argument("--rounds", type=int, default=100, help="rounds of add through A, search through B, and the converse "
+    parser.add_argument("--rounds", type=int, default=100, help="rounds of add through A, search through B, the converse, and A's delete "
                                                                  "(default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPORT, help="report file (default: %(default)s)")
     args = parser.parse_args(argv)

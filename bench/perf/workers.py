@@ -16,6 +16,13 @@ a search for its text through the other (that worker reloads the user first), th
 and the converse. Every search after an add must find the text just added. Reported: each round,
 and per worker count the medians of the rounds, the searches after an add pooled over the rounds,
 and the ratio of searches/s. Prints one JSON report and writes it to bench/reports/workers.json.
+
+    python -m bench.perf.workers --baseline /tmp/old/server         # this code against older code, both at --workers
+
+With ``--baseline`` (a folder holding an older ``cortadel_server``) the rounds alternate the code
+instead of the worker count, ABBA, both at ``--workers``: each code serves a copy of the filled file
+of its own (older code writes rows a newer schema would read otherwise), and the report adds the
+ratio of the searches after another worker's add (baseline over this code).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -34,7 +42,7 @@ from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cortadel_server.testing import connection_owners
 
@@ -56,15 +64,16 @@ from bench.server import (
 from bench.stats import latency_summary
 
 REPORT = REPO_ROOT / "bench" / "reports" / "workers.json"
+Variant = TypeVar("Variant")
 BATCH = 500
 #: new connections per attempt to find one held by another worker than the adds' (the kernel hashes each to a worker)
 RECONNECTS = 20
 
 
-def abba(workers: int, rounds: int) -> list[int]:
-    """The worker count of each server in turn: 1, N, N, 1, 1, N, … with ``rounds`` of each."""
-    pairs = [(1, workers) if r % 2 == 0 else (workers, 1) for r in range(rounds)]
-    return [w for pair in pairs for w in pair]
+def abba(first: Variant, second: Variant, rounds: int) -> list[Variant]:
+    """The variant of each server in turn: A, B, B, A, A, B, … with ``rounds`` of each."""
+    pairs = [(first, second) if r % 2 == 0 else (second, first) for r in range(rounds)]
+    return [variant for pair in pairs for variant in pair]
 
 
 def connection_workers(server: RunningServer) -> dict[int, int]:
@@ -162,16 +171,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=200, help="searches at one client, each round (default: %(default)s)")
     parser.add_argument("--adds", type=int, default=30, help="adds through each connection and searches after them, each round "
                                                              "(default: %(default)s)")
+    parser.add_argument("--baseline", type=Path, help="a folder holding older server code (cortadel_server) to measure "
+                                                       "this code against, both at --workers, instead of 1 worker against N")
     parser.add_argument("--out", type=Path, default=REPORT, help="report file (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.workers < 2:
         parser.error("--workers: at least 2, measured against 1")
+    if args.baseline is not None and not (args.baseline / "cortadel_server").is_dir():
+        parser.error(f"--baseline: no cortadel_server package in {args.baseline}")
     exit_on_sigterm()
+    # each variant's label in the report: its worker count, and "_baseline" for the older code
+    many = f"{args.workers}_workers"
+    variants = [many, f"{many}_baseline"] if args.baseline is not None else ["1_workers", many]
 
     report: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "git_commit": git_commit(), "cpus": os.cpu_count(),
         "embedder": WORDLLAMA.env["CORTADEL_EMBEDDER"], "memories": args.memories, "workers": args.workers, "rounds": args.rounds,
-        "order": abba(args.workers, args.rounds), "clients": args.clients, "warmup_seconds": args.warmup, "seconds_per_run": args.seconds,
+        "baseline": None if args.baseline is None else str(args.baseline),
+        "order": abba(*variants, args.rounds), "clients": args.clients, "warmup_seconds": args.warmup, "seconds_per_run": args.seconds,
         "searches": args.searches, "adds": args.adds,
         "command": "python -m bench.perf.workers " + " ".join(argv if argv is not None else sys.argv[1:]),
         "load_average": {"start": load_average()},
@@ -182,25 +199,37 @@ def main(argv: list[str] | None = None) -> int:
     with work_folder("workers") as tmp:
         source, report["server_code_sha256"] = snapshot_server(tmp)
         serve = dataclasses.replace(WORDLLAMA, source=source, database_url=f"sqlite:///{tmp / 'cortadel.db'}")
-        with start_server(dataclasses.replace(serve, name="fill"), tmp) as server:
+        configs = {"1_workers": serve, many: dataclasses.replace(serve, workers=args.workers)}
+        if args.baseline is not None:
+            configs[f"{many}_baseline"] = dataclasses.replace(
+                configs[many], source=args.baseline, database_url=f"sqlite:///{tmp / 'baseline.db'}")
+        # filled by the older code, if any: this code migrates its copy when it opens it
+        filler = dataclasses.replace(serve, name="fill", source=source if args.baseline is None else args.baseline)
+        with start_server(filler, tmp) as server:
             report["fill"] = asyncio.run(fill(server.base_url, args.memories))
         report["load_average"]["after_fill"] = load_average()
-        rounds: dict[int, list[dict[str, Any]]] = {1: [], args.workers: []}
-        timings: dict[int, list[CatchUpTimings]] = {1: [], args.workers: []}
+        if args.baseline is not None:
+            for suffix in ("", "-wal"):  # the stopped server checkpointed: a WAL, if any, is empty
+                if (tmp / f"cortadel.db{suffix}").exists():
+                    shutil.copyfile(tmp / f"cortadel.db{suffix}", tmp / f"baseline.db{suffix}")
+        rounds: dict[str, list[dict[str, Any]]] = {variant: [] for variant in variants}
+        timings: dict[str, list[CatchUpTimings]] = {variant: [] for variant in variants}
         runs = []
-        for i, workers in enumerate(report["order"]):
-            config = dataclasses.replace(serve, name=f"workers-{workers}", workers=workers)
-            with start_server(config, tmp) as server:
+        for i, variant in enumerate(report["order"]):
+            with start_server(dataclasses.replace(configs[variant], name=variant), tmp) as server:
                 measured, caught_up = asyncio.run(measure_round(server, qs, args, texts, tickets))
-            run = {"round": i, "workers": workers, **measured, "load_average": load_average()}
-            rounds[workers].append(run)
-            timings[workers].append(caught_up)
+            run = {"round": i, "variant": variant, "workers": configs[variant].workers, **measured, "load_average": load_average()}
+            rounds[variant].append(run)
+            timings[variant].append(caught_up)
             runs.append(run)
-            print(f"round {i}: {workers} worker(s), {run['throughput']['searches_per_second']} searches/s, load {run['load_average']}",
+            print(f"round {i}: {variant}, {run['throughput']['searches_per_second']} searches/s, load {run['load_average']}",
                   file=sys.stderr)
-    report["results"] = {f"{workers}_workers": by_workers(done, timings[workers]) for workers, done in rounds.items()}
-    one, many = (report["results"][f"{w}_workers"]["median_searches_per_second"] for w in rounds)
-    report["searches_per_second_ratio"] = round(many / one, 2)
+    report["results"] = {variant: by_workers(done, timings[variant]) for variant, done in rounds.items()}
+    first, second = (report["results"][variant] for variant in variants)
+    report["searches_per_second_ratio"] = round(second["median_searches_per_second"] / first["median_searches_per_second"], 2)
+    if args.baseline is not None:
+        report["after_other_add_p50_ratio"] = round(
+            second["search_after_add"]["after_other_add"]["p50_ms"] / first["search_after_add"]["after_other_add"]["p50_ms"], 2)
     report["rounds_run"] = runs
     loads = [run["load_average"] for run in runs]
     report["load_average"].update({"during_min": min(loads), "during_max": max(loads), "end": load_average()})

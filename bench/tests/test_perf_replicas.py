@@ -1,5 +1,6 @@
 """The replica catch-up benchmark, end to end at a tiny size: a PostgreSQL of its own, two servers
-on one database, and every search after a write finds the memory the other replica just wrote."""
+on one database, and every search after a write finds the memory the other replica just wrote, and
+none after a delete finds the memory the other replica just deleted."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def test_each_search_through_one_replica_finds_the_other_replicas_add(tmp_path: 
     assert (report["memories"], report["rounds"]) == (50, ROUNDS)
     assert report["planner_statistics"]["live_rows"] == 50
     results = report["results"]
-    for kind in ("after_other_add", "no_write_between", "converse"):
+    for kind in ("after_other_add", "no_write_between", "converse", "after_other_delete"):
         summary = results["searches"][kind]
         assert summary["n"] == ROUNDS
         assert 0 < summary["p50_ms"] <= summary["p95_ms"] < 10_000  # a search over HTTP, milliseconds
@@ -34,5 +35,9 @@ def test_each_search_through_one_replica_finds_the_other_replicas_add(tmp_path: 
     assert len({r["written"] for r in reads}) == 2 * ROUNDS
     assert results["found_the_other_replicas_write"] == 2 * ROUNDS
     assert results["top_hit_the_other_replicas_write"] == 2 * ROUNDS
+    # each round deletes the memory written through A: its search through B no longer finds it
+    deleted = [r for r in reads if r["kind"] == "after_other_add"]
+    assert [(r["round"], r["id"], r["rank"]) for r in results["reads_after_deletes"]] == [(r["round"], r["id"], None) for r in deleted]
+    assert results["gone_after_the_other_replicas_delete"] == ROUNDS
     assert report["load_average"]["during_min"] <= report["load_average"]["during_max"]
     assert re.fullmatch(r"[0-9a-f]{12}", report["server_code_sha256"])

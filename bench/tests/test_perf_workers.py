@@ -14,8 +14,8 @@ ADDS = 3
 
 
 def test_rounds_go_one_many_many_one() -> None:
-    assert abba(2, 1) == [1, 2]
-    assert abba(3, 3) == [1, 3, 3, 1, 1, 3]
+    assert abba(1, 2, 1) == [1, 2]
+    assert abba(1, 3, 3) == [1, 3, 3, 1, 1, 3]
 
 
 def test_one_and_two_workers_on_one_file_count_searches_and_find_each_add(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_one_and_two_workers_on_one_file_count_searches_and_find_each_add(tmp_pa
                  "--adds", str(ADDS), "--out", str(out)]) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
 
-    assert (report["memories"], report["workers"], report["rounds"], report["order"]) == (50, 2, 1, [1, 2])
+    assert (report["memories"], report["workers"], report["rounds"], report["order"]) == (50, 2, 1, ["1_workers", "2_workers"])
     assert report["fill"]["stored"] == 50
     assert [(r["round"], r["workers"]) for r in report["rounds_run"]] == [(0, 1), (1, 2)]
     for run in report["rounds_run"]:

@@ -7,31 +7,38 @@
     embedder = metrics.watch_embedder(embedder)               # counts its ProviderErrors
     metrics.exposition()                                      # the text format, for GET /metrics
 
-Each server has its own registry (no process-wide state): request latency per operation and
+Each server has its own registry (one of one process keeps no process-wide state): request latency per operation and
 status (a histogram, whose ``_count`` is the request count), search phase timings, write events
-by kind, provider failures, and, read at scrape time, the job queue depth, the age of the oldest
-queued job of each kind and the database size, plus the process's own CPU, memory and file descriptors.
+by kind, provider failures, what keeping the in-process caches current read from the database,
+and, read at scrape time, the job queue depth, the age of the oldest queued job of each kind and
+the database size, plus the process's own CPU, memory and file descriptors. In a worker process
+of ``cortadel serve --workers N`` the counters and histograms are kept in the files every worker
+shares instead, and a scrape answers for the whole server (worker_metrics.py).
 
 What is counted as a failure is also kept, the latest ``RECENT_ERRORS`` of them, for the
 dashboard's System page: every answer of 500 or more and every failed provider call, with its
-time, operation and request id (``metrics.recent_errors()``, newest first).
+time, operation and request id (``metrics.recent_errors()``, newest first; of every worker).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from cortadel_server.errors import ProviderError, StorageError
@@ -41,6 +48,8 @@ from cortadel_server.providers.llm.base import ChatClient, ChatResult
 from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.storage.base import JobGroup, Storage
 from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.storage.vector_cache import CacheReads
+from cortadel_server.worker_metrics import WorkerProcessCollector, shared_directory
 
 log = logging.getLogger("cortadel.metrics")
 
@@ -49,6 +58,9 @@ REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 #: seconds; one search phase is a fraction of the request
 PHASE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 PROVIDERS = ("embedder", "reranker", "llm")
+#: the fields of ``CacheReads`` that count reads (the others count what they read)
+CACHE_READ_OUTCOMES = ("reloads", "catch_ups")
+CACHE_COUNTS = tuple(field.name for field in fields(CacheReads))
 #: how many of the latest errors the server keeps for the System page
 RECENT_ERRORS = 50
 #: the longest error message kept (a provider's reply can be long)
@@ -75,44 +87,85 @@ class RecentError:
 
 class Metrics:
     def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        shared = shared_directory()
+        #: what a scrape reads
         self.registry = CollectorRegistry()
-        ProcessCollector(registry=self.registry)
+        if shared is None:
+            ProcessCollector(registry=self.registry)
+        else:  # a scrape reads every worker's counts from the shared files (this one's too), and process_* from /proc
+            MultiProcessCollector(self.registry, path=str(shared))  # type: ignore[no-untyped-call]  # the library's, untyped
+            self.registry.register(WorkerProcessCollector(shared))
+        own = self.registry if shared is None else None
         self.request_seconds = Histogram(
             "cortadel_request_duration_seconds",
             "Requests by operation (REST operation id, or mcp:<tool> for an MCP tool call) and status "
             "(HTTP status; ok or error for a tool call).",
-            ["operation", "status"], buckets=REQUEST_BUCKETS, registry=self.registry,
+            ["operation", "status"], buckets=REQUEST_BUCKETS, registry=own,
         )
         self.search_phase_seconds = Histogram(
             "cortadel_search_phase_duration_seconds",
             "Time of each search phase: embed, each arm (text, vector, session, entity, time), fusion, rerank.",
-            ["phase"], buckets=PHASE_BUCKETS, registry=self.registry,
+            ["phase"], buckets=PHASE_BUCKETS, registry=own,
         )
         self.write_events = Counter(
             "cortadel_write_events", "Write outcomes, by pipeline event (ADD, SUPERSEDE, SKIP_DUPLICATE, …).",
-            ["event"], registry=self.registry,
+            ["event"], registry=own,
         )
         self.provider_errors = Counter(
             "cortadel_provider_errors", "Failed calls to a model provider (after its retries).",
-            ["provider"], registry=self.registry,
+            ["provider"], registry=own,
         )
+        self.cache_reads = Counter(
+            "cortadel_cache_reads",
+            "Reads of the database that kept an in-process cache current, by cache and outcome "
+            "(reloads: a user's whole entry; catch_ups: an entry brought up to date by the rows changed since).",
+            ["cache", "outcome"], registry=own,
+        )
+        self.cache_rows_read = Counter(
+            "cortadel_cache_rows_read",
+            "What those reads read, by cache and kind (rows: whole rows; rowids: the ids alone, to tell "
+            "which rows another process deleted).",
+            ["cache", "kind"], registry=own,
+        )
+        #: the storage's cache counts already added to the counters above, by (cache, field)
+        self._cache_counted: dict[tuple[str, str], int] = {}
+        self._cache_lock = threading.Lock()
         # Zero series from the start, so rate() sees the first increment.
         for event in Event:
             self.write_events.labels(event.value)
         for provider in PROVIDERS:
             self.provider_errors.labels(provider)
+        self._count_cache_reads()
         self.registry.register(StorageCollector(storage))
-        self._recent_errors: deque[RecentError] = deque(maxlen=RECENT_ERRORS)
-        self._recent_lock = threading.Lock()  # worker threads add while a page reads
+        self.errors = ErrorLog(shared)
 
     def exposition(self) -> bytes:
         """Every metric in Prometheus' text format (this reads the database: run it off the event loop)."""
+        self._count_cache_reads()
         return generate_latest(self.registry)
 
     def observe_request(self, operation: str, status: int | str, seconds: float) -> None:
         self.request_seconds.labels(operation, str(status)).observe(seconds)
         if isinstance(status, int) and status >= 500:
             self._note_error(operation, str(status))
+        self._count_cache_reads()
+
+    def _count_cache_reads(self) -> None:
+        """Add to the cache counters what the storage counted since (it counts on its own, knowing
+        nothing of metrics): after each request, so a worker's files hold what its requests read,
+        and before a scrape."""
+        with self._cache_lock:
+            for cache, reads in self.storage.cache_counts().items():
+                for name in CACHE_COUNTS:
+                    count = getattr(reads, name)
+                    counted = self._cache_counted.get((cache, name))
+                    if counted == count:
+                        continue
+                    counter = self.cache_reads if name in CACHE_READ_OUTCOMES else self.cache_rows_read
+                    # the first time, the series is made: at zero, or at the count
+                    counter.labels(cache, name).inc(count - (counted or 0))
+                    self._cache_counted[(cache, name)] = count
 
     def observe_search(self, timings_ms: Mapping[str, float]) -> None:
         """The retriever's phase timings (``text_ms`` …) of one search."""
@@ -133,14 +186,11 @@ class Metrics:
             raise
 
     def _note_error(self, operation: str, status: str, message: str | None = None) -> None:
-        error = RecentError(time.time(), operation, status, current_request_id.get(), message)
-        with self._recent_lock:
-            self._recent_errors.append(error)
+        self.errors.add(RecentError(time.time(), operation, status, current_request_id.get(), message))
 
     def recent_errors(self) -> list[RecentError]:
         """The latest errors, newest first."""
-        with self._recent_lock:
-            return list(reversed(self._recent_errors))
+        return self.errors.latest()
 
     def watch_embedder(self, embedder: Embedder) -> Embedder:
         return WatchedEmbedder(embedder, lambda: self._failures_of("embedder"))
@@ -150,6 +200,43 @@ class Metrics:
 
     def watch_chat(self, chat: ChatClient) -> ChatClient:
         return WatchedChatClient(chat, lambda: self._failures_of("llm"))
+
+
+class ErrorLog:
+    """The latest ``RECENT_ERRORS`` errors of this process, in memory; in a worker process, also in
+    its file of the directory the workers share (``errors_<pid>.json``, replaced whole on each
+    error: errors are rare), where a reader finds every worker's, a dead one's too."""
+
+    def __init__(self, shared: Path | None) -> None:
+        self.shared = shared
+        self._errors: deque[RecentError] = deque(maxlen=RECENT_ERRORS)
+        self._lock = threading.Lock()  # worker threads add while a page reads
+
+    def add(self, error: RecentError) -> None:
+        with self._lock:
+            self._errors.append(error)
+            if self.shared is None:
+                return
+            path = self.shared / f"errors_{os.getpid()}.json"
+            partial = path.with_suffix(".partial")
+            try:
+                partial.write_text(json.dumps([asdict(e) for e in self._errors]), encoding="utf-8")
+                partial.replace(path)  # a reader never sees a half-written file
+            except OSError as exc:  # the error is still counted and logged; only the System page misses it
+                log.warning("metrics: cannot keep the recent errors in %s: %s", path, exc)
+
+    def latest(self) -> list[RecentError]:
+        """Newest first."""
+        if self.shared is None:
+            with self._lock:
+                return list(reversed(self._errors))
+        found: list[RecentError] = []
+        for path in self.shared.glob("errors_*.json"):
+            try:
+                found.extend(RecentError(**error) for error in json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
+                log.warning("metrics: cannot read the recent errors in %s: %s", path, exc)
+        return sorted(found, key=lambda e: e.at, reverse=True)[:RECENT_ERRORS]
 
 
 #: a fresh context manager that counts a ProviderError raised inside it

@@ -9,19 +9,24 @@ pool, in three runs of four), then supervises the workers. Each worker is a spaw
 (uvicorn's ``Process``: a health ping over a pipe) that builds the app from the same ``Settings``
 and serves its socket. A worker that dies or stops answering is replaced on the same socket, whose
 queue holds the connections meanwhile; SIGTERM and SIGINT stop every worker (each shuts down
-gracefully), then the parent. Workers share nothing but the database: on SQLite the file's write
-lock and user versions keep them one server (storage/sqlite.py), and the job queue knows which
-process claimed what (storage/sqlite_claims.py).
+gracefully), then the parent. Workers share the database: on SQLite the file's write lock and
+user versions keep them one server (storage/sqlite.py), and the job queue knows which process
+claimed what (storage/sqlite_claims.py). They also share a directory of the supervisor's, made
+at start and removed at exit, where each keeps its metrics and recent errors, so that a scrape
+on any of them answers for the server (worker_metrics.py).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import shutil
 import signal
 import socket
+import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 from fastapi import FastAPI
@@ -44,11 +49,14 @@ CHECK_SECONDS = 0.5
 PING_SECONDS = 5.0
 
 
-def worker_app(settings: Settings) -> FastAPI:
-    """The app of one worker process (called there, by uvicorn, as the app factory)."""
+def worker_app(settings: Settings, metrics: Path) -> FastAPI:
+    """The app of one worker process (called there, by uvicorn, as the app factory), keeping its
+    metrics in the workers' shared directory ``metrics``."""
     from cortadel_server.server import build_app
+    from cortadel_server.worker_metrics import share_across_processes
 
     configure_logging(settings)  # the parent's handlers are not inherited by a spawned process
+    share_across_processes(metrics)
     return build_app(settings)
 
 
@@ -129,8 +137,12 @@ class WorkerSupervisor:
 
 def serve_workers(settings: Settings, on_listening: Callable[[int], None]) -> int:
     """Serve with ``settings.workers`` processes; the exit code of ``cortadel serve``."""
-    app = functools.partial(worker_app, settings)  # pickled into each spawned worker
-    config = uvicorn_config(app, settings, factory=True)
-    supervisor = WorkerSupervisor(config, listening_sockets(settings.host, settings.port, settings.workers), on_listening)
-    supervisor.run()
+    sockets = listening_sockets(settings.host, settings.port, settings.workers)
+    metrics = Path(tempfile.mkdtemp(prefix="cortadel-metrics-"))  # new, so no earlier run's counts
+    try:
+        app = functools.partial(worker_app, settings, metrics)  # pickled into each spawned worker
+        supervisor = WorkerSupervisor(uvicorn_config(app, settings, factory=True), sockets, on_listening)
+        supervisor.run()
+    finally:
+        shutil.rmtree(metrics, ignore_errors=True)
     return STARTUP_FAILURE if supervisor.failed_to_start else 0

@@ -228,6 +228,10 @@ def test_every_response_carries_a_request_id(api: httpx.Client, user: str) -> No
     assert len(ok.headers["x-request-id"]) == 32
     assert len(bad.headers["x-request-id"]) == 32 and bad.headers["x-request-id"] != ok.headers["x-request-id"]
     assert echoed.headers["x-request-id"] == "trace-123"
+    # A made id is a random version-4 UUID's hex, as uuid.uuid4().hex gave (it is made without os.urandom now).
+    made = [api.get("/livez").headers["x-request-id"] for _ in range(20)] + [ok.headers["x-request-id"]]
+    assert len(set(made)) == 21
+    assert all(uuid.UUID(hex=i).hex == i and uuid.UUID(hex=i).version == 4 and uuid.UUID(hex=i).variant == uuid.RFC_4122 for i in made)
 
 
 def test_memories_survive_a_restart(tmp_path, backend: str) -> None:

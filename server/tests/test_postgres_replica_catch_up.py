@@ -2,9 +2,9 @@
 up by reading only the rows those writes changed (``changed_version``), and then answers exactly
 what a process that loads the user afresh answers: the same hits, in the same order, with the same
 scores, after inserts, supersedes and expiries, edits, re-embedding, imports, a rolled-back write,
-deletions, an erasure and a vector of another dimension (the last three, and a vector given to a
-row in the middle, cannot be told from the changed rows: a full read); and while searches of
-other threads read the entries it changes.
+deletions (told by the rowids of the rows left: no full read), an erasure and a vector of another
+dimension (these two, and a vector given to a row in the middle, cannot be told from the changed
+rows: a full read); and while searches of other threads read the entries it changes.
 
 Two storage objects on one PostgreSQL stand for two replicas (A writes, B searches), as in
 test_postgres_text_cache.py; each check compares B with a third opened for the check alone."""
@@ -71,8 +71,15 @@ def answers(store: PostgresStorage, probes: list[np.ndarray]) -> list[list[Score
 
 def changed_rows_read(b: PostgresStorage, url: str, probes: list[np.ndarray]) -> tuple[int, int, int]:
     """B's answers equal a fresh process's; returns the rows B read to give them (vectors, text)
-    and how many whole reads of the user it made (both caches together)."""
-    before = {name: (reads.rows, reads.reloads) for name, reads in b.cache_reads.items()}
+    and how many whole reads of the user it made (both caches together). B reads no rowids."""
+    vectors, text, reloads, *rowids = reads_to_answer(b, url, probes)
+    assert rowids == [0, 0]
+    return vectors, text, reloads
+
+
+def reads_to_answer(b: PostgresStorage, url: str, probes: list[np.ndarray]) -> tuple[int, int, int, int, int]:
+    """``changed_rows_read``, and the rowids B read to tell which rows went away (vectors, text)."""
+    before = {name: (reads.rows, reads.reloads, reads.rowids) for name, reads in b.cache_reads.items()}
     got = answers(b, probes)
     fresh = PostgresStorage(url, max_connections=1, text_in_process_from=0)
     try:
@@ -82,7 +89,8 @@ def changed_rows_read(b: PostgresStorage, url: str, probes: list[np.ndarray]) ->
     assert sum(map(len, got)) > 100  # the searches found rows: the comparison compared something
     vectors, text = b.cache_reads["vectors"], b.cache_reads["text"]
     return (vectors.rows - before["vectors"][0], text.rows - before["text"][0],
-            vectors.reloads - before["vectors"][1] + text.reloads - before["text"][1])
+            vectors.reloads - before["vectors"][1] + text.reloads - before["text"][1],
+            vectors.rowids - before["vectors"][2], text.rowids - before["text"][2])
 
 
 def test_a_replica_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one(
@@ -137,9 +145,31 @@ def test_a_replica_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one
         raise RuntimeError("roll back")
     assert changed_rows_read(b, url, probes) == (0, 0, 0)
 
-    # deletions leave no trace in the rows: B notices by the count and reads the user whole
+    # deletions leave no trace in the rows: B notices by the count, and the rowids of the rows
+    # left (all 159, one column) tell which went; no row changed, no whole read
     a.delete_memories(USER, ["m4", "m20"])
-    assert changed_rows_read(b, url, probes) == (159, 159, 2)  # no row changed, then all 159
+    assert reads_to_answer(b, url, probes) == (0, 0, 0, 159, 159)
+    # a row without an embedding and a session member deleted (the next member's context changes)
+    # and a row added, between two searches of B: the rows changed and the rowids left
+    a.load_memories(USER, [StoredMemory(record("no-vector", "Ana likes tea in Lisbon.", None, T0 + 650), "", None, 0)])
+    assert changed_rows_read(b, url, probes) == (1, 1, 0)
+    a.delete_memories(USER, ["m7", "no-vector"])
+    a.insert_memory(record("after-delete", "Caroline likes chess in Paris.", "s2", T0 + 660), probes[3])
+    # the new row, and the s1 members whose context the rebuilt session set: m13 (m7 was before
+    # it) and imported-2 (imported without one)
+    assert reads_to_answer(b, url, probes) == (3, 3, 0, 159, 159)
+    # the newest row deleted
+    a.delete_memories(USER, ["after-delete"])
+    assert reads_to_answer(b, url, probes) == (0, 0, 0, 158, 158)
+    # inside a search's snapshot both caches take the rowids from one read
+    a.delete_memories(USER, ["m30"])
+    with b.search_snapshot(USER):
+        assert reads_to_answer(b, url, probes) == (0, 0, 0, 157, 0)
+    # most rows deleted (the holes they leave in B's full-text postings outnumber the rows: rewritten
+    # without them); the sessions' other members get new contexts
+    a.delete_memories(USER, [f"m{i}" for i in range(40, 150)])
+    vectors, text, reloads, *rowids = reads_to_answer(b, url, probes)
+    assert (vectors, reloads, rowids) == (text, 0, [47, 47]) and 0 < vectors < 47
 
     # an erased user: B finds nothing, and keeps nothing (so written again, the user is read whole, once)
     a.delete_user(USER)
@@ -196,3 +226,20 @@ def test_searches_running_while_the_replica_catches_up_see_whole_entries(
     assert failures == []
     assert b.cache_reads["vectors"].catch_ups > 10
     assert changed_rows_read(b, url, probes)[2] == 0
+
+
+def test_a_replicas_own_deletions_keep_its_entries_current(
+    replicas: tuple[PostgresStorage, PostgresStorage], url: str
+) -> None:
+    """Deleting through A applies the deletion to A's own entries (write-through): no read, unless
+    a session lost a member, whose rebuilt contexts A's full-text rows then read back."""
+    a, _ = replicas
+    rng = random.Random(17)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(120):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 4 == 0 else None, T0 + i), unit(rng))
+    assert changed_rows_read(a, url, probes) == (120, 120, 2)
+    a.delete_memories(USER, ["m1", "m2", "m3"])  # in no session
+    assert changed_rows_read(a, url, probes) == (0, 0, 0)
+    a.delete_memories(USER, ["m4", "m5"])  # m4 in s1: m8's context changes
+    assert reads_to_answer(a, url, probes) == (0, 1, 0, 0, 115)

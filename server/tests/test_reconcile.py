@@ -72,9 +72,11 @@ def _rows(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def dump(db: Path, user: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of the user that reconciliation may touch, as stored."""
+    """Every row of the user that reconciliation may touch, as stored (but for the version of the
+    last write that changed a memory: an undo is a write, which other processes' caches must see)."""
+    columns = [name for (name,) in _rows(db, "SELECT name FROM pragma_table_info('memories') WHERE name != ?", "changed_version")]
     return {
-        "memories": _rows(db, "SELECT * FROM memories WHERE user_id = ? ORDER BY rowid", user),
+        "memories": _rows(db, f"SELECT {', '.join(columns)} FROM memories WHERE user_id = ? ORDER BY rowid", user),
         "entities": _rows(db, "SELECT * FROM entities WHERE user_id = ? ORDER BY id", user),
         "aliases": _rows(db, "SELECT a.* FROM entity_aliases a JOIN entities e ON e.id = a.entity_id "
                              "WHERE e.user_id = ? ORDER BY a.entity_id, a.alias", user),

@@ -121,7 +121,7 @@ def test_inserts_update_the_index_in_place_and_deletes_and_edits_reload_it(store
     assert store._search_terms("alice") is None  # stale: the next search loads it again
     assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
     reloaded = store._search_terms("alice")
-    store.update_memory("alice", "alice-3", text="Priya's sister moved to Porto.")  # its text and its successor's context
+    store.update_memory("alice", "alice-3", text="Priya's sister moved to Oslo.")  # its text and its successor's context
     assert reloaded is not None and store._search_terms("alice") is None
     assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
 

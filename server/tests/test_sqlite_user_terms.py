@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
 import numpy as np
 
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.storage.sqlite_terms import UserTerms
 
 TEXTS = [
     "Ana moved to Lisbon and loves pottery.",
@@ -55,3 +57,20 @@ def test_other_users_words_change_neither_hits_nor_scores(tmp_path: Path) -> Non
     finally:
         strangers.close()
         crowded.close()
+
+
+def test_remembered_stems_are_the_stemmers_own_and_callers_cannot_change_them() -> None:
+    # A query word's stems, and the stems of a text the index was just given, are kept per
+    # connection: asking again, after a caller changed what it got, gives the stemmer's answer.
+    terms = UserTerms(apsw.Connection(":memory:"))
+    first = terms.phrases("Sam's cats are running to Lisbon")
+    assert first == [["sam", "s"], ["cat"], ["run"], ["lisbon"]]
+    first[1].append("dog")
+    first.clear()
+    assert terms.phrases("Lisbon cats, Sam's") == [["lisbon"], ["cat"], ["sam", "s"]]
+    assert terms.document("u1", "Cats were running home.") == "u1cat u1were u1run u1home"
+    stems = terms.stems("Cats were running home.")
+    assert stems == ["cat", "were", "run", "home"]
+    stems.append("away")
+    assert terms.stems("Cats were running home.") == ["cat", "were", "run", "home"]
+    assert terms.stems("Cats were running home.", query=True) == ["cat", "were", "run", "home"]

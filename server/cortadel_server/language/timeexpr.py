@@ -203,11 +203,15 @@ _LOWER_RULES = tuple((re.compile(pattern.pattern), resolver) for pattern, resolv
 _DIGITS = tuple("0123456789")
 _UNIT_WORDS = tuple(UNITS)
 # Per rule of _LOWER_RULES, words one of which every match holds (a month by its first three
-# letters, a year or day by its digits): a rule none of them is in cannot match and is not run.
-# Most text names no time, and each rule's scan cost about 4 µs.
-_CLUES: tuple[tuple[str, ...], ...] = (
-    ("ago",), _UNIT_WORDS, _UNIT_WORDS, ("yesterday", "today", "tonight", "tomorrow"), ("this",), tuple(WEEKDAYS),
-    _DIGITS, _DIGITS, _DIGITS, tuple({name[:3] for name in MONTHS}), _DIGITS, _DIGITS,
+# letters, a year or day by its digits, an ISO date by its dash): a rule none of them is in cannot
+# match and is not run. Most text names no time, and each rule's scan cost about 3 µs. The words
+# are one alternation, one scan in C: testing them one by one cost 10 µs a text.
+_CLUES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile("|".join(map(re.escape, sorted(words))))
+    for words in (
+        ("ago",), _UNIT_WORDS, _UNIT_WORDS, ("yesterday", "today", "tonight", "tomorrow"), ("this",), tuple(WEEKDAYS),
+        _DIGITS, _DIGITS, ("-",), tuple({name[:3] for name in MONTHS}), ("since",), _DIGITS,
+    )
 )
 
 
@@ -222,7 +226,7 @@ def find_times(text: str, reference: datetime) -> list[TimeSpan]:
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeSpan]] = []
     for (pattern, resolver), clues in zip(rules, _CLUES, strict=True):
-        if ascii_only and not any(clue in scanned for clue in clues):
+        if ascii_only and not clues.search(scanned):
             continue  # IGNORECASE matches more than lower() finds outside ASCII ("K", the Kelvin sign): there, every rule runs
         for m in pattern.finditer(scanned):
             lo, hi = m.span()

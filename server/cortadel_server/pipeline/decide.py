@@ -88,6 +88,19 @@ _SLOT_FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                       r"is a fan of|is into|can not stand|(?:drink|eat|smok|play|us)(?:es|s|e|ing)?) (?P<v>.+)$")),
     )
 )
+# Per frame of _SLOT_FRAMES, words one of which every match holds (a part of its verb): a frame none
+# of them is in cannot match and is not tried (a frame's failed match cost about 2 µs).
+_FRAME_CLUES = {
+    key: re.compile("|".join(map(re.escape, words)))
+    for key, words in (
+        ("residence", ("liv", "resid", "based", "mov", "relocated", "settled", "stay")),
+        ("employer", ("work", "employed", "job", "joined")), ("origin", ("from",)), ("occupation", ("work",)),
+        ("name", ("called", "goes by", "named", "name is")), ("age", tuple("0123456789")),
+        ("partner", ("married to", "engaged to", "dating", "relationship")), ("attribute", ("'s ",)),
+        ("affinity", ("lik", "lov", "enjoy", "ador", "hat", "dislik", "detest", "prefer", "fan of", "into", "can not stand",
+                      "drink", "eat", "smok", "play", "us")),
+    )
+}
 _AS_USER = {"i": "user", "me": "user", "myself": "user", "my": "user's", "mine": "user's"}
 _FIRST_PERSON = re.compile(r"\b(?:i|me|myself|my|mine)\b")
 SPEAKERS = frozenset({"user", "user's", "assistant", "assistant's"})
@@ -204,7 +217,7 @@ def _main_verb(plain: str) -> str:
 def _slot(plain: str) -> tuple[str, str | None, frozenset[str], bool]:
     """(subject, slot key, slot value stems, whether the verb itself is negative like "hates")."""
     for key, pattern in _SLOT_FRAMES:
-        m = pattern.match(plain)
+        m = _FRAME_CLUES[key].search(plain) and pattern.match(plain)
         if not m:
             continue
         subject = m["s"].strip()

@@ -15,11 +15,14 @@ import enum
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cortadel_server.language.entities import EntityMention
+
+if TYPE_CHECKING:
+    from cortadel_server.storage.vector_cache import CacheReads
 
 #: memory.state values
 ACTIVE = "active"
@@ -71,7 +74,7 @@ class MemoryRecord:
         return self.expired_at is None and self.invalid_at is None
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: a frozen dataclass's __init__ takes 1.5 against 0.3 µs, and a search makes 30
 class MemoryHead:
     """What ranking reads of a memory before the hits are known (``Storage.memory_heads``)."""
 
@@ -118,7 +121,7 @@ class MemoryFilters:
         )
 
 
-@dataclass(frozen=True)
+@dataclass  # not frozen: a frozen dataclass's __init__ takes 1.5 against 0.3 µs, and a search makes 150
 class ScoredId:
     id: str
     score: float
@@ -317,8 +320,17 @@ class Storage(abc.ABC):
     def search_snapshot(self, user_id: str) -> AbstractContextManager[None]:
         """The reads of one search of ``user_id``, made inside this block of the calling thread: a
         backend may make them in one snapshot and read the user's version (and what else only a
-        commit changes) once for all of them. This default leaves each read on its own."""
+        commit changes) once for all of them, so the records a search returns are in the state its
+        arms ranked (SQLite: one read transaction; PostgreSQL: a read-only REPEATABLE READ one).
+        Inside ``write()`` the write's own view is the snapshot; a write inside the block goes
+        through ``write()``. This default leaves each read on its own."""
         return nullcontext()
+
+    def cache_counts(self) -> Mapping[str, CacheReads]:
+        """What keeping this process's caches current has read from the database since the backend
+        opened, by cache (``vectors``, ``text``): the server's metrics count it. This default: no
+        cache counts its reads."""
+        return {}
 
     # -- memories --------------------------------------------------------------------------------
     @abc.abstractmethod

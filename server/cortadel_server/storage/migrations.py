@@ -318,6 +318,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         # once that process is gone; jobs left running before this have none and count as orphaned
         "ALTER TABLE jobs ADD COLUMN claimed_by TEXT;",
     ),
+    Migration(
+        "0009_changed_version",
+        """
+        -- The user version of the write that last changed the row's embedding, text, context or
+        -- current state: a process whose cached vectors and term index are at version v reads only
+        -- the rows with changed_version > v, not the user's every row (storage/sqlite.py
+        -- _changed_since). Every write of the backend sets it; existing rows count as older than
+        -- any cached entry (0). An insert that does not name it (anything but the backend) gets the
+        -- largest integer: every process reads it again at each catch-up rather than miss it.
+        ALTER TABLE memories ADD COLUMN changed_version INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX memories_user_changed ON memories(user_id, changed_version);
+        CREATE TRIGGER memories_unstamped AFTER INSERT ON memories WHEN new.changed_version = 0 BEGIN
+            UPDATE memories SET changed_version = 9223372036854775807 WHERE rowid = new.rowid;
+        END;
+        """,
+    ),
 )
 
 

@@ -25,6 +25,7 @@ import bisect
 import itertools
 import math
 from array import array
+from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -59,9 +60,13 @@ class _Postings:
 
 def _counts(stems: Iterable[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for stem in stems:
-        counts[stem] = counts.get(stem, 0) + 1
+    _count_elements(counts, stems)  # Counter's C loop, in first-seen order
     return counts
+
+
+def _signature(text: Sequence[str], context: Sequence[str]) -> int:
+    """A row's terms as one number: equal for equal terms (a hash; a collision is 2^-64 likely)."""
+    return hash((tuple(text), tuple(context)))
 
 
 def _pairs(stems: Sequence[str]) -> dict[str, int]:
@@ -83,17 +88,27 @@ class TermIndex:
         self._position: dict[str, int] = {}
         self._current = array("b")
         self._length = array("d")
+        #: each row's ``_signature``: whether a changed row's terms changed (``apply``)
+        self._signatures = array("q")
+        #: the largest row key (the backend's rowid) held; 0 when rows came without one
+        self.last_rowid = 0
         self._terms: dict[str, _Postings] = {}
         self._pairs: dict[str, _Postings] = {}
         for memory_id, text, context, current in rows:
             self.append(memory_id, text, context, current)
 
-    def append(self, memory_id: str, text: Sequence[str], context: Sequence[str], current: bool) -> None:
+    def append(
+        self, memory_id: str, text: Sequence[str], context: Sequence[str], current: bool, rowid: int | None = None
+    ) -> None:
+        """Adds a row after every other; ``rowid`` its row key, when known (``apply`` needs it)."""
         row = self.n
         self.ids.append(memory_id)
         self._position[memory_id] = row
         self._current.append(current)
         self._length.append(len(text) + len(context))
+        self._signatures.append(_signature(text, context))
+        if rowid is not None:
+            self.last_rowid = max(self.last_rowid, rowid)
         for postings, in_text, in_context in ((self._terms, _counts(text), _counts(context)),
                                               (self._pairs, _pairs(text), _pairs(context))):
             # One entry per key and row: the text's keys (with their count in the context), then the
@@ -103,7 +118,8 @@ class TermIndex:
                 if held is None:
                     held = postings[key] = _Postings()
                 held.rows.append(row)
-                held.freq.append(self._frequency(count, in_context.pop(key, 0)) if in_context else float(count))
+                also = in_context.pop(key, 0) if in_context else 0
+                held.freq.append(self._frequency(count, also) if also else float(count))
             for key, count in in_context.items():
                 held = postings.get(key)
                 if held is None:
@@ -122,11 +138,13 @@ class TermIndex:
 
     @classmethod
     def load(
-        cls, version: int, rows: Sequence[tuple[str, Sequence[str], Sequence[str], bool]], *, context_weight: float
+        cls, version: int, rows: Sequence[tuple[str, Sequence[str], Sequence[str], bool]], *, context_weight: float,
+        last_rowid: int = 0,
     ) -> TermIndex:
         """What ``TermIndex(version, rows)`` builds row by row, counted with numpy instead: a user's
         first search in a process loads their index, and row by row that took 0.15 to 0.3 ms a memory."""
         index = cls(version, context_weight=context_weight)
+        index.last_rowid = last_rowid
         n = len(rows)
         if n == 0:
             return index
@@ -151,8 +169,37 @@ class TermIndex:
         index._position = {memory_id: row for row, memory_id in enumerate(index.ids)}
         index._current = array("b", [bool(current) for *_, current in rows])
         index._length.frombytes((sizes[0::2] + sizes[1::2]).astype(np.float64).tobytes())
+        index._signatures.extend(_signature(text, context) for _, text, context, _ in rows)
         index.n = n
         return index
+
+    def apply(self, unchanged: int, changed: Sequence[tuple[int, str, Sequence[str], Sequence[str], bool]]) -> bool:
+        """Bring the index to a later version from the user's rows changed since its own, in rowid
+        order (rowid, memory id, text stems, context stems, current), and the count of the others
+        (``unchanged``): a row's current state changed, or a new row came. False, the index
+        untouched, when these cannot tell, and a full read must: a row's terms changed (an edit, a
+        new context), rows went away (deletions leave no trace but the count), or a row known by
+        its id came back under a later rowid (deleted and written again)."""
+        flags: list[tuple[int, bool]] = []
+        added: list[tuple[int, str, Sequence[str], Sequence[str], bool]] = []
+        for row in changed:
+            rowid, memory_id, text, context, current = row
+            at = self._position.get(memory_id)
+            if rowid > self.last_rowid:  # a user's rows are numbered in the order their writes commit
+                if at is not None:
+                    return False
+                added.append(row)
+            elif at is None or self._signatures[at] != _signature(text, context):
+                return False
+            else:
+                flags.append((at, current))
+        if unchanged + len(flags) != self.n:
+            return False
+        for at, current in flags:
+            self._current[at] = current
+        for rowid, memory_id, text, context, current in added:
+            self.append(memory_id, text, context, current, rowid)
+        return True
 
     def _load_postings(
         self, into: dict[str, _Postings], keys: np.ndarray, segments: np.ndarray, name: Callable[[int], str]
@@ -233,10 +280,15 @@ class TermIndex:
         gathered_rows, gathered_freq = array("q"), array("d")
         idfs, hit_counts = [], []
         for _, postings in found:
-            hits = bisect.bisect_left(postings.rows, n)  # rows are appended in order
-            idf = math.log((table.rows - hits + 0.5) / (hits + 0.5))  # C's log, as FTS5's
-            gathered_rows += postings.rows[:hits]
+            held = postings.rows
+            # Rows are appended in order; a write's own lookups see them all (no search). Cut even
+            # then: a write may append in between.
+            hits = len(held)
+            if held[hits - 1] >= n:
+                hits = bisect.bisect_left(held, n, hi=hits)
+            gathered_rows += held[:hits]
             gathered_freq += postings.freq[:hits]
+            idf = math.log((table.rows - hits + 0.5) / (hits + 0.5))  # C's log, as FTS5's
             idfs.append(idf if idf > 0.0 else IDF_FLOOR)
             hit_counts.append(hits)
         # Every phrase's terms at once. The operations of fts5Bm25Function, in its order, element by
@@ -247,14 +299,14 @@ class TermIndex:
         length = np.array(self._length, dtype=np.float64)[rows]
         terms = idf_of * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length / average)))
         scores = np.bincount(rows, weights=terms, minlength=n)
-        matched = np.zeros(n, dtype=bool)
-        matched[rows] = True
-        candidates = np.flatnonzero(matched & allowed)
+        # Every term of a row holding one scores above 0 (its IDF is floored above 0): the rows matched.
+        candidates = np.flatnonzero((scores > 0.0) & allowed)
         if len(candidates) == 0:
             return []
         keep = min(limit + 1, len(candidates))  # one more: the row just outside must be told apart too
-        edge = np.partition(scores[candidates], len(candidates) - keep)[len(candidates) - keep]
-        top = candidates[scores[candidates] >= edge]  # every row tied at the edge, in row order
+        among = scores[candidates]
+        edge = np.partition(among, len(candidates) - keep)[len(candidates) - keep]
+        top = candidates[among >= edge]  # every row tied at the edge, in row order
         top = top[np.argsort(-scores[top], kind="stable")][:keep]  # equal scores stay in rowid order
         ranked = scores[top]
         gaps = ranked[:-1] - ranked[1:]

@@ -31,6 +31,8 @@ class Embedder(Protocol):
 def embed_with(raw: Callable[[list[str]], np.ndarray], texts: Sequence[str], dim: int) -> np.ndarray:
     """Embed ``texts`` through ``raw`` (a model's unnormalised output), give blank texts zero rows, then :func:`finish`."""
     wanted = [i for i, text in enumerate(texts) if text.strip()]
+    if wanted and len(wanted) == len(texts):  # none blank (a search's query): no zero rows to leave
+        return finish(raw(list(texts)), dim)
     vectors = np.zeros((len(texts), dim), dtype=np.float32)
     if wanted:
         vectors[wanted] = finish(raw([texts[i] for i in wanted]), dim)

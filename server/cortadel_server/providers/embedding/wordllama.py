@@ -99,6 +99,8 @@ class WordLlamaEmbedder:
         return embed_with(self._average, texts, self.dim)
 
     def _average(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:  # a search's query: nothing to order
+            return np.asarray(self._model.embed(texts, norm=False, batch_size=BATCH_SIZE))
         # Similar lengths in one batch keep the padding small.
         order = np.argsort([len(t) for t in texts], kind="stable")
         raw: np.ndarray = self._model.embed([texts[i] for i in order], norm=False, batch_size=BATCH_SIZE)

@@ -1,0 +1,318 @@
+"""A process whose cached vectors and term index fell behind another process's writes on the same
+SQLite file catches up by reading only the rows those writes changed (``changed_version``), and
+then answers exactly what a process that loads the user afresh answers: the same hits, in the same
+order, with the same scores, after inserts, supersedes and expiries, edits, new embeddings,
+imports, a rolled-back write, deletions, an erasure and a vector of another dimension. What the
+changed rows cannot tell is read whole: deletions for the term index (the vectors read the rowids
+left and drop the rows gone), an edit's new terms (for the term index), a vector given to a row in
+the middle, a vector of another dimension, a deleted rowid given to a new row.
+
+Two storage objects on one file stand for two processes (A writes, B searches); each check
+compares B with a third opened for the check alone and loaded whole. The last test runs
+`cortadel serve --workers 2`: a search on the worker that did not take an add catches up, as
+/metrics counts."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from test_metrics import scrape
+from test_metrics_workers import cache_counts
+
+from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, StoredMemory
+from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.testing import ServerProcess, connection_owners, database_for, worker_pids
+
+T0 = 1_790_000_000.0
+DIM = 8
+USER = "u1"
+NAMES = ["Ana", "Bob", "Caroline", "Dmitri", "Elena", "Farid", "Grace", "Hiro"]
+PLACES = ["Lisbon", "Berlin", "Paris", "Tokyo", "Porto", "Oslo"]
+THINGS = ["coffee", "tea", "pottery", "hiking", "chess", "guitar", "sushi", "yoga"]
+QUERIES = ["coffee", "tea in Lisbon", "Who likes chess and guitar?", "Grace Hiro Porto", "Zanzibar sailing", "Elena moved to Berlin"]
+FILTERS = [MemoryFilters(), MemoryFilters(session_id="s1"), MemoryFilters(include_superseded=True)]
+
+
+def sentence(rng: random.Random) -> str:
+    return f"{rng.choice(NAMES)} likes {rng.choice(THINGS)} and {rng.choice(THINGS)} in {rng.choice(PLACES)}."
+
+
+def unit(rng: random.Random) -> np.ndarray:
+    vector = np.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def record(memory_id: str, text: str, session: str | None, at: float) -> MemoryRecord:
+    return MemoryRecord(id=memory_id, user_id=USER, text=text, created_at=at, fingerprint=f"fp-{memory_id}", session_id=session)
+
+
+@pytest.fixture()
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "catch-up.db"
+
+
+@pytest.fixture()
+def processes(path: Path) -> Iterator[tuple[SqliteStorage, SqliteStorage]]:
+    # index_after_searches=1: B's first text search asks for its term index
+    a = SqliteStorage(path)
+    b = SqliteStorage(path, index_after_searches=1)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def answers(store: SqliteStorage, probes: list[np.ndarray]) -> list[list[ScoredId]]:
+    """Every arm that reads the caches, for every probe, query and filter."""
+    found = []
+    for filters in FILTERS:
+        found += [store.vector_search(USER, probe, filters, 25) for probe in probes]
+        found += [store.text_search(USER, query, filters, 25) for query in QUERIES]
+    return found
+
+
+def fresh_answers(path: Path, probes: list[np.ndarray]) -> list[list[ScoredId]]:
+    """What a process that loads the user whole answers (both indexes loaded before it searches)."""
+    fresh = SqliteStorage(path)
+    try:
+        fresh._user_vectors(USER)
+        fresh._term_index(USER)
+        return answers(fresh, probes)
+    finally:
+        fresh.close()
+
+
+def term_index_current(b: SqliteStorage) -> bool:
+    return b._terms.current(USER, b.user_version(USER)) is not None
+
+
+def changed_rows_read(b: SqliteStorage, path: Path, probes: list[np.ndarray]) -> tuple[int, int, int]:
+    """B's answers equal a fresh process's, from its term index too; returns the rows B read to
+    give them (vectors, text) and how many whole reads of the user it made (both caches together).
+
+    A term index that only a whole read brings up to date is read by the loader thread while FTS5
+    answers (the same answers); if the loader waits (it spaces its loads out), it is read here."""
+    before = {name: (reads.rows, reads.reloads) for name, reads in b.cache_reads.items()}
+    expected = fresh_answers(path, probes)
+    assert answers(b, probes) == expected
+    b._term_loader.submit(lambda: None).result()
+    if not term_index_current(b):
+        b._term_index(USER)
+    assert term_index_current(b)
+    read = {name: (reads.rows, reads.reloads) for name, reads in b.cache_reads.items()}
+    assert answers(b, probes) == expected  # from the indexes as they are: nothing more read
+    assert {name: (reads.rows, reads.reloads) for name, reads in b.cache_reads.items()} == read
+    assert sum(map(len, expected)) > 100  # the searches found rows: the comparison compared something
+    vectors, text = b.cache_reads["vectors"], b.cache_reads["text"]
+    return (vectors.rows - before["vectors"][0], text.rows - before["text"][0],
+            vectors.reloads - before["vectors"][1] + text.reloads - before["text"][1])
+
+
+def test_a_process_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path
+) -> None:
+    a, b = processes
+    rng = random.Random(11)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(150):
+        a.insert_memory(record(f"m{i}", sentence(rng), f"s{i % 3}" if i % 2 else None, T0 + i), unit(rng))
+    a.insert_memory(record("other", "Ana likes coffee.", None, T0), unit(rng))  # a row of the same user, no session
+    assert changed_rows_read(b, path, probes) == (151, 151, 2)  # B's first search: every row, once per cache
+
+    # inserts through A
+    for i in range(150, 155):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+    a.insert_memory(record("zanzibar", "Farid goes sailing to Zanzibar.", "s1", T0 + 200), probes[0])
+    assert changed_rows_read(b, path, probes) == (6, 6, 0)
+
+    # a supersede (the old fact expired, the new one added, one write) and an expiry
+    with a.write(USER):
+        a.update_memory(USER, "m3", expired_at=T0 + 300, superseded_by="m-new")
+        a.insert_memory(record("m-new", "Caroline likes tea in Oslo now.", None, T0 + 300), unit(rng))
+    a.update_memory(USER, "m8", invalid_at=T0 + 301)
+    assert changed_rows_read(b, path, probes) == (3, 3, 0)
+
+    # an edit of a session member: its text, and the context of the member written after it; the
+    # vectors catch up, the term index (new terms) is read whole
+    a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
+    assert changed_rows_read(b, path, probes) == (2, 2 + 158, 1)
+    a.update_memory(USER, "m2", text="Hiro plays chess in Tokyo.")  # no session: one row
+    assert changed_rows_read(b, path, probes) == (1, 1 + 158, 1)
+
+    # new embeddings (a reindex's batch), and B's own write in between: B follows its write, then catches up
+    b.insert_memory(record("by-b", "Elena moved to Berlin for the yoga.", "s1", T0 + 400), probes[1])
+    a.set_embeddings([(USER, "m10", probes[2]), (USER, "m11", probes[3])])
+    assert changed_rows_read(b, path, probes) == (2, 2, 0)
+
+    # an import of rows with and without vectors
+    a.load_memories(USER, [
+        StoredMemory(record("imported-1", "Bob likes sushi in Tokyo.", None, T0 + 500), "", unit(rng).tobytes(), 0),
+        StoredMemory(record("imported-2", "Dmitri likes hiking in Oslo.", "s1", T0 + 501), "", None, 0),
+    ])
+    assert changed_rows_read(b, path, probes) == (2, 2, 0)
+    a.set_embeddings([(USER, "imported-2", unit(rng))])  # embedded later, in the middle of the rows: vectors read whole
+    assert changed_rows_read(b, path, probes) == (1 + 161, 1, 1)
+
+    # a write that rolls back moves nothing: B reads no row
+    with pytest.raises(RuntimeError), a.write(USER):
+        a.insert_memory(record("rolled-back", "Zanzibar, always Zanzibar.", "s1", T0 + 600), probes[0])
+        a.update_memory(USER, "m5", expired_at=T0 + 600)
+        raise RuntimeError("roll back")
+    assert changed_rows_read(b, path, probes) == (0, 0, 0)
+
+    # deletions leave no trace in the rows: B notices by the count; the vectors drop the rows whose
+    # rowids are gone (the 159 rowids read), the term index is read whole
+    rowids = b.cache_reads["vectors"].rowids
+    a.delete_memories(USER, ["m4", "m20"])
+    assert changed_rows_read(b, path, probes) == (0, 159, 1)
+    assert b.cache_reads["vectors"].rowids - rowids == 159
+
+    # the file's last row deleted and its rowid given to a new row: the count is the same, the
+    # rowid is not new: read whole
+    (last,) = a._rows("SELECT max(rowid) FROM memories")[0]
+    a.delete_memories(USER, ["imported-2"])
+    a.insert_memory(record("reused", "Grace likes chess in Oslo.", None, T0 + 650), unit(rng))
+    assert a._rows("SELECT rowid FROM memories WHERE id = 'reused'")[0][0] == last
+    assert changed_rows_read(b, path, probes) == (1 + 159, 1 + 159, 2)
+
+    # an erased user: B finds nothing, and keeps nothing (so written again, the user is read whole, once)
+    a.delete_user(USER)
+    assert answers(b, probes) == [[]] * (len(probes) + len(QUERIES)) * len(FILTERS)
+    for i in range(30):
+        a.insert_memory(record(f"again-{i}", sentence(rng), "s1", T0 + 700 + i), unit(rng))
+    assert changed_rows_read(b, path, probes) == (30, 30, 2)
+    assert {hit.id for hits in answers(b, probes) for hit in hits} == {f"again-{i}" for i in range(30)}
+
+    # and afterwards catches up again by the changed rows
+    a.update_memory(USER, "again-3", expired_at=T0 + 800)
+    assert changed_rows_read(b, path, probes) == (1, 1, 0)
+    # but not by a vector of another dimension (a reindex to another embedder under way): read whole
+    a.set_embeddings([(USER, "again-5", np.ones(2 * DIM, dtype=np.float32) / 4)])
+    assert changed_rows_read(b, path, probes) == (1 + 30, 1, 1)
+
+
+def test_an_insert_that_does_not_stamp_its_row_is_read_at_every_catch_up(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path
+) -> None:
+    """A row inserted by anything but the backend (no ``changed_version``) gets the largest
+    version: never missed, read again by every catch-up."""
+    a, b = processes
+    rng = random.Random(5)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(120):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
+    changed_rows_read(b, path, probes)
+    with a.write(USER):
+        a._exec(
+            "INSERT INTO memories(id, user_id, user_key, text, fingerprint, created_at, embedding) "
+            "SELECT 'by-hand', user_id, user_key, 'Farid goes sailing to Zanzibar.', 'fp', created_at, embedding "
+            "FROM memories WHERE id = 'm0'"
+        )
+        a._bump(USER)
+    assert a._rows("SELECT changed_version FROM memories WHERE id = 'by-hand'") == [(2**63 - 1,)]
+    assert changed_rows_read(b, path, probes) == (1, 1, 0)
+    a.update_memory(USER, "m7", expired_at=T0 + 300)
+    assert changed_rows_read(b, path, probes) == (2, 2, 0)
+
+
+def test_searches_running_while_the_process_catches_up_see_whole_entries(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path
+) -> None:
+    """Searches of one user in several threads of B while A keeps writing: each search that finds
+    B behind catches up, in place, while the others read the same entries. None fails, and B ends
+    where a fresh process is."""
+    a, b = processes
+    rng = random.Random(13)
+    probes = [unit(rng) for _ in range(4)]
+    for i in range(300):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
+    changed_rows_read(b, path, probes)
+    failures: list[BaseException] = []
+    writing = threading.Event()
+    writing.set()
+
+    def search() -> None:
+        while writing.is_set():
+            try:
+                answers(b, probes)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+                return
+
+    threads = [threading.Thread(target=search) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for i in range(300, 400):
+            a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+            if i % 10 == 0:
+                a.update_memory(USER, f"m{i - 150}", expired_at=T0 + 1000 + i)
+    finally:
+        writing.clear()
+        for thread in threads:
+            thread.join()
+    assert failures == []
+    assert b.cache_reads["vectors"].catch_ups > 10
+    assert b.cache_reads["text"].catch_ups > 10
+    assert changed_rows_read(b, path, probes)[2] == 0
+
+
+def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "cortadel.db", env={"CORTADEL_WORKERS": "2"}, database_url=database_for("sqlite"))
+    server.start()
+    clients: list[httpx.Client] = []
+    try:
+        def connected() -> httpx.Client:
+            client = httpx.Client(base_url=server.base_url, timeout=30)
+            clients.append(client)
+            assert client.post("/api/v1/memories/search", json={"user_id": USER, "query": "warm up"}).status_code == 200
+            return client
+
+        writer = connected()
+        rng = random.Random(3)
+        filled = writer.post("/api/v1/memories/batch", json={
+            "user_id": USER, "memories": [{"text": f"{sentence(rng)} Ticket {i}.", "infer": False} for i in range(200)]})
+        assert filled.status_code == 200 and {m["event"] for m in filled.json()["memories"]} == {"ADD"}
+        owners: dict[int, int] = {}
+        for _ in range(20):  # the kernel hashes each new connection to a worker
+            searcher = connected()
+            owners = connection_owners(server.port, worker_pids(server.pid))
+            if len(set(owners.values())) == 2:
+                break
+        assert len(set(owners.values())) == 2, owners
+        search = {"user_id": USER, "query": "Ticket 7", "top_k": 5}
+        for _ in range(25):  # enough searches for the searcher's worker to load its term index
+            assert searcher.post("/api/v1/memories/search", json=search).status_code == 200
+        # the counts are the server's: the writer read the user whole for the batch's dedup lookups,
+        # the searcher for its first search (vectors) and in its loader thread (terms)
+        for _ in range(50):
+            if cache_counts(scrape(searcher))[("cortadel_cache_reads_total", "text", "reloads")] >= 2:
+                break
+            time.sleep(0.1)
+        before = cache_counts(scrape(searcher))
+        assert (before[("cortadel_cache_reads_total", "vectors", "reloads")],
+                before[("cortadel_cache_reads_total", "text", "reloads")]) == (2, 2)
+
+        for i in range(5):
+            text = f"Farid sails to Zanzibar on boat {1000 + i}."
+            added = writer.post("/api/v1/memories", json={"user_id": USER, "text": text, "infer": False})
+            assert added.status_code == 200 and added.json()["event"] == "ADD"
+            found = searcher.post("/api/v1/memories/search", json={"user_id": USER, "query": text, "top_k": 3})
+            assert found.status_code == 200 and found.json()["results"][0]["content"] == text
+        after = cache_counts(scrape(searcher))
+        moved = {key: value - before[key] for key, value in after.items() if value != before[key]}
+        # each add read by the other worker as one changed row, once per cache; nothing read whole
+        assert moved == {
+            ("cortadel_cache_reads_total", "vectors", "catch_ups"): 5, ("cortadel_cache_rows_read_total", "vectors", "rows"): 5,
+            ("cortadel_cache_reads_total", "text", "catch_ups"): 5, ("cortadel_cache_rows_read_total", "text", "rows"): 5,
+        }
+    finally:
+        for client in clients:
+            client.close()
+        server.stop()
