@@ -4,7 +4,6 @@ user's key sees that user only. (The real-browser suite is server/browser_tests.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
+from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI, hashed_embeddings
 
 from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.testing import ServerProcess, running_server
@@ -421,9 +420,7 @@ def test_the_system_page_lists_the_job_queue_with_ages_and_the_recent_errors(tmp
     def embed(request: RecordedRequest) -> Reply:
         if failing.is_set():
             return Reply.error(400, "the embedding model is overloaded")  # a 400 is not retried
-        inputs = request.body["input"]
-        digests = [hashlib.sha256(t.encode()).digest() for t in ([inputs] if isinstance(inputs, str) else inputs)]
-        return Reply.embeddings([[b / 255 - 0.5 for b in d[:8]] for d in digests])
+        return hashed_embeddings(request)
 
     with ScriptedOpenAI() as embedder:
         embedder.handle("/v1/embeddings", embed)

@@ -6,7 +6,6 @@ Which worker served a connection is read from /proc (cortadel_server.testing.con
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import signal
@@ -19,7 +18,7 @@ from typing import TypeVar
 
 import httpx
 import pytest
-from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
+from support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI, hashed_embeddings
 from test_dashboard import visible
 from test_metrics import Samples, request_counts, scrape, series
 from test_serve_workers import searches_on_their_own_connections
@@ -109,9 +108,7 @@ def test_the_system_page_of_either_worker_lists_the_errors_of_both(tmp_path: Pat
     def embed(request: RecordedRequest) -> Reply:
         if failing.is_set():
             return Reply.error(400, "the embedding model is overloaded")  # a 400 is not retried
-        inputs = request.body["input"]
-        digests = [hashlib.sha256(t.encode()).digest() for t in ([inputs] if isinstance(inputs, str) else inputs)]
-        return Reply.embeddings([[b / 255 - 0.5 for b in d[:8]] for d in digests])
+        return hashed_embeddings(request)
 
     with ScriptedOpenAI() as embedder:
         embedder.handle("/v1/embeddings", embed)
