@@ -27,7 +27,7 @@ from test_metrics import scrape
 from test_metrics_workers import cache_counts
 
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, StoredMemory
-from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.storage.sqlite import CATCH_UP_INLINE_ROWS, SqliteStorage
 from cortadel_server.testing import ServerProcess, connection_owners, database_for, worker_pids
 
 T0 = 1_790_000_000.0
@@ -219,6 +219,46 @@ def test_an_insert_that_does_not_stamp_its_row_is_read_at_every_catch_up(
     assert changed_rows_read(b, path, probes) == (1, 1, 0)
     a.update_memory(USER, "m7", expired_at=T0 + 300)
     assert changed_rows_read(b, path, probes) == (2, 2, 0)
+
+
+@pytest.mark.parametrize("written", [CATCH_UP_INLINE_ROWS, CATCH_UP_INLINE_ROWS + 1])
+def test_a_search_catches_up_by_a_bounded_number_of_rows_and_leaves_more_to_the_loader(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path, written: int
+) -> None:
+    """Up to ``CATCH_UP_INLINE_ROWS`` rows another process changed, B's search catches its term
+    index up by them; past it, FTS5 answers that search (the same hits) and the loader thread
+    catches up by the same rows, not by a whole read."""
+    a, b = processes
+    rng = random.Random(17)
+    for i in range(50):
+        a.insert_memory(record(f"m{i}", sentence(rng), None, T0 + i), unit(rng))
+    b._term_index(USER)
+    with a.write(USER):
+        for i in range(written):
+            a.insert_memory(record(f"n{i}", sentence(rng), None, T0 + 100 + i), unit(rng))
+    fresh = SqliteStorage(path)
+    try:
+        fresh._term_index(USER)
+        expected = fresh.text_search(USER, "Grace likes chess in Porto", MemoryFilters(), 25)
+    finally:
+        fresh.close()
+    text = b.cache_reads["text"]
+    before = (text.rows, text.catch_ups, text.reloads)
+    gate = threading.Event()
+    b._term_loader.submit(gate.wait)  # the loader waits until the search's own reads are counted
+    try:
+        assert b.text_search(USER, "Grace likes chess in Porto", MemoryFilters(), 25) == expected
+        inline = written <= CATCH_UP_INLINE_ROWS
+        read_by_search = (written, 1) if inline else (CATCH_UP_INLINE_ROWS + 1, 0)
+        assert (text.rows - before[0], text.catch_ups - before[1]) == read_by_search
+        assert term_index_current(b) is inline
+    finally:
+        gate.set()
+    b._term_loader.submit(lambda: None).result()
+    assert term_index_current(b)
+    caught_up_by = (written, 1) if inline else (CATCH_UP_INLINE_ROWS + 1 + written, 1)
+    assert (text.rows - before[0], text.catch_ups - before[1], text.reloads - before[2]) == (*caught_up_by, 0)
+    assert len(expected) == 25
 
 
 def test_searches_running_while_the_process_catches_up_see_whole_entries(
