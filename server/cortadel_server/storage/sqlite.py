@@ -989,8 +989,9 @@ class SqliteStorage(Storage):
         from the rows changed since its version when that can tell; else, if ``whole``, one
         ``build`` makes of the version and all the rows' ``columns``. Versions and rows are read in
         one snapshot. None for a user without rows, or (not ``whole``) when only a whole read can
-        tell or more than ``CATCH_UP_INLINE_ROWS`` rows changed. Inside a write the view may hold rows that never commit: a rollback drops the entry
-        (caching it, a batch for a new user no longer reloads per memory)."""
+        tell or more than ``CATCH_UP_INLINE_ROWS`` rows changed. Inside a write the view may hold
+        rows that never commit: a rollback drops the entry (caching it, a batch for a new user no
+        longer reloads per memory)."""
         in_write = self._write_owner == threading.get_ident()
         if in_write and user_id in self._bumped:  # this transaction set the version: no read
             cached = cache.current(user_id, self._bumped[user_id])
@@ -1012,7 +1013,6 @@ class SqliteStorage(Storage):
                 since = entry.version
                 found = self._changed_since(user_id, columns, since, None if whole else CATCH_UP_INLINE_ROWS)
                 if found is None:  # too many for a search to wait for
-                    reads.rows += CATCH_UP_INLINE_ROWS + 1
                     return None
                 unchanged, changed = found
                 reads.rows += len(changed)
@@ -1038,13 +1038,20 @@ class SqliteStorage(Storage):
         self, user_id: str, columns: str, since: int, at_most: int | None = None
     ) -> tuple[int, list[tuple[Any, ...]]] | None:
         """How many of the user's rows are unchanged since version ``since``, and ``columns`` of the
-        others, in rowid order; None when more than ``at_most`` changed. Read in the caller's snapshot."""
+        others, in rowid order; None, reading no row, when more than ``at_most`` changed. Read in the
+        caller's snapshot."""
+        if at_most is not None:
+            # counted on the user's changed_version index: the rows themselves (sorted by rowid
+            # below, so a LIMIT there would still read them all) are never read
+            (over,) = self._rows(
+                "SELECT count(*) > ? FROM (SELECT 1 FROM memories WHERE user_id = ? AND changed_version > ? LIMIT ?)",
+                (at_most, user_id, since, at_most + 1),
+            )[0]
+            if over:
+                return None
         changed = self._rows(
-            f"SELECT {columns} FROM memories WHERE user_id = ? AND changed_version > ? ORDER BY rowid LIMIT ?",
-            (user_id, since, -1 if at_most is None else at_most + 1),
+            f"SELECT {columns} FROM memories WHERE user_id = ? AND changed_version > ? ORDER BY rowid", (user_id, since)
         )
-        if at_most is not None and len(changed) > at_most:
-            return None
         # counted on the user's created_at index: its entries are small, no row is read
         total = self._rows("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,))[0][0]
         return total - len(changed), changed
