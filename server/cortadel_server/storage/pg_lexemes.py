@@ -2,7 +2,8 @@
 (storage/postgres.py) ranks them in SQL.
 
     entry = UserLexemes(version, rows)   # rows: (rowid, memory id, tokens, current, search::text)
-    entry.best([["berlin"]], [0.0, 0.0, 0.3, 1.0], limit=8)   # [ScoredId], or None: ask PostgreSQL
+    entry.best([["berlin"]], [0.0, 0.0, 0.3, 1.0], limit=8)   # [ScoredId]
+    entry.best([["carolin", "s"]], weights, 8, phrases={0: (["m1"], [1.0])})  # a phrase PostgreSQL matched
 
 An entry another replica's write left behind catches up by the rows changed since its version
 (``UserLexemes.apply``: storage/postgres.py reads them by ``changed_version``), not by a reload;
@@ -18,7 +19,9 @@ Equal to ``ranked_sql``, operation for operation: the IDF (k1 + 1) max(ln((N - n
 of its own, worth 1 / (1 / weight), summed in position order in double precision and returned as
 a float4; a row's score the sum, in the query's word order, of idf / (1 + (k1 (1 - b) + k1 b D /
 avgdl) / f) over its words with f > 0; ties in row order. A word of several lexemes (a phrase to
-``to_tsquery``: "caroline's") makes ``best`` answer None, and the caller asks PostgreSQL.
+``to_tsquery``: "caroline's") needs their positions, which the entry does not hold: PostgreSQL
+matches it and gives f in the rows it matches (``ts_rank_cd`` itself, over the few rows holding
+all its lexemes), the rest is done here; its n is its lexemes' smallest, as in ``ranked_sql``.
 ``tests/test_postgres_text_cache.py`` compares both, hits, order and scores.
 """
 
@@ -28,7 +31,7 @@ import math
 import re
 import threading
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 
 import numpy as np
@@ -121,8 +124,6 @@ class UserLexemes:
                 found = self._postings[lexeme] = (array("i"), [])
             found[0].append(i)
             found[1].append(labels)
-            if self._arrays:
-                self._arrays.pop(lexeme, None)
 
     def _compact(self) -> None:
         """Close the holes once they outnumber the rows: each row moves down to its place among
@@ -229,28 +230,64 @@ class UserLexemes:
             if i is not None:
                 self.current[i] = current
 
-    def _rows_and_frequencies(self, lexeme: str, weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    def _held(self, lexeme: str) -> tuple[np.ndarray, dict[tuple[float, ...], np.ndarray]]:
+        """The rows holding ``lexeme`` (holes included), and f in each by weights array so far.
+        Kept between searches and extended by the rows added since (postings only grow until
+        ``_compact``, which drops them all): made again whole at every add, the common words'
+        were most of a search."""
+        held = self._postings[lexeme][0]
         arrays = self._arrays.get(lexeme)
         if arrays is None:
-            arrays = self._arrays[lexeme] = (np.frombuffer(self._postings[lexeme][0], dtype=np.int32).astype(np.int64), {})
-        rows, frequencies = arrays
+            arrays = self._arrays[lexeme] = (np.frombuffer(held, dtype=np.int32).astype(np.int64), {})
+        elif len(arrays[0]) < len(held):
+            tail = np.frombuffer(held, dtype=np.int32)[len(arrays[0]):].astype(np.int64)
+            arrays = self._arrays[lexeme] = (np.concatenate([arrays[0], tail]), arrays[1])
+        return arrays
+
+    def _live(self, rows: np.ndarray) -> np.ndarray | None:
+        """Which of ``rows`` are live, None when all are (no holes)."""
+        return self.rowids[rows] >= 0 if self.n > self.rows else None
+
+    def _rows_and_frequencies(self, lexeme: str, weights: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The live rows holding ``lexeme`` and f in each for ``weights``."""
+        rows, frequencies = self._held(lexeme)
         f = frequencies.get(weights)
-        if f is None:
+        if f is None or len(f) < len(rows):
             # 1 / (1 / w) as calc_rank_cd computes a one-position cover; a weight of 0 gives 0
             # there (1 / inf); the float4 it returns, as a double again
             cover = [1.0 / (1.0 / w) if w else 0.0 for w in weights]
-            f = frequencies[weights] = np.array(
-                [sum(cover[_LABEL[label]] for label in labels) for labels in self._postings[lexeme][1]], dtype=np.float32
+            done = 0 if f is None else len(f)
+            tail = np.array(
+                [sum(cover[_LABEL[label]] for label in row) for row in self._postings[lexeme][1][done : len(rows)]],
+                dtype=np.float32,
             ).astype(np.float64)
-        return rows, f
+            f = frequencies[weights] = tail if f is None else np.concatenate([f, tail])
+        live = self._live(rows)
+        return (rows, f) if live is None else (rows[live], f[live])
+
+    def _phrase(self, lexemes: Sequence[str], matches: tuple[Sequence[str], Sequence[float]]) -> tuple[int, np.ndarray, np.ndarray]:
+        """A word of several lexemes: its document frequency as ranked_sql takes it (the smallest
+        of its lexemes', those no row holds left out), and the rows PostgreSQL matched with f in
+        each (``matches``: memory ids and f), those this entry holds."""
+        held = [
+            len(rows) if (live := self._live(rows)) is None else int(live.sum())
+            for rows in (self._held(lexeme)[0] for lexeme in dict.fromkeys(lexemes) if lexeme in self._postings)
+        ]
+        found = [(self.index[memory_id], f) for memory_id, f in zip(*matches, strict=True) if memory_id in self.index]
+        return (
+            min(held, default=0),
+            np.array([slot for slot, _ in found], dtype=np.int64),
+            np.array([f for _, f in found], dtype=np.float64),
+        )
 
     def best(
-        self, words: Sequence[Sequence[str]], weights: Sequence[float], limit: int, allowed: Iterable[int] | None = None
-    ) -> list[ScoredId] | None:
+        self, words: Sequence[Sequence[str]], weights: Sequence[float], limit: int, allowed: Iterable[int] | None = None,
+        phrases: Mapping[int, tuple[Sequence[str], Sequence[float]]] | None = None,
+    ) -> list[ScoredId]:
         """The ``limit`` best rows for the query words (each given as its lexemes), among the current
-        ones or the row keys ``allowed``; None when a word has several lexemes."""
-        if any(len(lexemes) > 1 for lexemes in words):
-            return None
+        ones or the row keys ``allowed``. A word of several lexemes (a phrase to ``to_tsquery``:
+        "caroline's") is matched by PostgreSQL, which has the positions: ``phrases`` holds, by the
+        word's index, the memories it matched and f in each (``ts_rank_cd``, as ranked_sql has it)."""
         keys = None if allowed is None else np.fromiter(allowed, dtype=np.int64)
         with self._lock:
             ranked = tuple(float(np.float32(w)) for w in weights)  # ts_rank_cd's weights are float4
@@ -260,14 +297,14 @@ class UserLexemes:
             per_token = K1 * B / avgdl
             scores = np.zeros(self.n)
             matched = np.zeros(self.n, dtype=bool)
-            for lexemes in words:
-                if not lexemes or lexemes[0] not in self._postings:
+            for word, lexemes in enumerate(words):
+                if len(lexemes) > 1:
+                    df, rows, f = self._phrase(lexemes, (phrases or {}).get(word, ((), ())))
+                elif lexemes and lexemes[0] in self._postings:
+                    rows, f = self._rows_and_frequencies(lexemes[0], ranked)
+                    df = len(rows)
+                else:
                     continue
-                rows, f = self._rows_and_frequencies(lexemes[0], ranked)
-                if self.n > self.rows:  # holes: the postings may hold rows that went away
-                    live = self.rowids[rows] >= 0
-                    rows, f = rows[live], f[live]
-                df = len(rows)
                 idf = (K1 + 1) * max(math.log((n - df + 0.5) / (df + 0.5)), IDF_FLOOR)
                 matched[rows] = True
                 scoring = f != 0

@@ -2,9 +2,13 @@
 tsvector full-text search, for several stateless server processes on one database.
 
 Transactions: ``write()`` runs on one pooled connection held by the writing thread; each user is
-locked (``pg_advisory_xact_lock``) at the first method called for them inside it, so writers of one
-user take turns across processes while writers of different users run side by side. Reads outside
-``write()`` run in autocommit on any pooled connection.
+locked (``pg_advisory_xact_lock``) at the first method called for them inside it (at once for
+``write(user)``), so writers of one user take turns across processes while writers of different
+users run side by side. Reads outside ``write()`` run in autocommit on any pooled connection.
+Round trips are what an add waits on most besides the WAL flush of its COMMIT, so a transaction
+sends what nothing waits for the result of (its BEGIN, a turn's lock, a memory's insert, history,
+session documents) with its next statement, in one pipeline, the COMMIT's at the latest
+(``_Open``, ``_defer``): an add takes 7 round trips, where it took 14.
 
 Vectors are searched in process, exactly, as on SQLite (storage/vector_cache.py): each search reads
 the user's version first and, when the cached entry is at an older one, reads the rows changed
@@ -13,8 +17,8 @@ write of another replica is seen by the next search at the cost of the rows it w
 which leaves no row, at the cost of the rowids left too); writes of this process keep the entry
 current (write-through). The full-text arm over memories is ranked in
 process the same way (storage/pg_lexemes.py: each user's rows by lexeme, the scores of
-``ranked_sql`` bit for bit); session documents, and queries with a word of several lexemes, are
-ranked in SQL.
+``ranked_sql`` bit for bit; a word of several lexemes, a phrase, matched by PostgreSQL in the
+statement that cuts the query into lexemes); session documents are ranked in SQL.
 
 Every statement on user data filters on ``user_id`` (each table leads its primary key with it), so
 the schema can be distributed by ``user_id``. psycopg errors become ``StorageError`` in one place,
@@ -28,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -226,25 +230,73 @@ def _weights(context_weight: float) -> list[float]:
 _UNWEIGHTED = [1.0, 0.0, 0.0, 0.0]
 
 
-class _Transaction:
-    """The writing thread's open transaction: its connection, the users it holds the turn of, and
-    the version it moved each user it changed to."""
+#: a statement and its parameters
+_Statement = tuple[bytes, Sequence[Any]]
+#: what takes a deferred statement's result, once the round trip that sent it is back
+_Then = Callable[["psycopg.Cursor[Any]"], None]
+
+
+class _Open:
+    """A transaction the thread holds open on one connection. What nothing waits for the result of
+    (its BEGIN, a user's turn, rows written) waits in ``pending`` and goes with the next round
+    trip (``send``), its result to a callback if anything takes it; and the user versions read in
+    it (they cannot change in it)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], begin: bytes) -> None:
+        self.conn = conn
+        #: the BEGIN, until the transaction's first round trip sends it
+        self.begin: bytes | None = begin
+        self.pending: list[tuple[bytes, Sequence[Any], _Then | None]] = []
+        self.versions: dict[str, int | None] = {}
+
+    def send(self, *statements: _Statement) -> list[psycopg.Cursor[Any]]:
+        """The BEGIN and the pending statements if not sent yet, then ``statements``, in one round
+        trip (a pipeline); the cursors of ``statements``, once the pending statements' callbacks
+        have taken their results, in order."""
+        pending = [*([(self.begin, (), None)] if self.begin is not None else []), *self.pending]
+        self.begin = None
+        self.pending = []
+        sent = [*((sql, params) for sql, params, _ in pending), *statements]
+        if len(sent) == 1:
+            cursors = [self.conn.execute(*sent[0])]
+        else:
+            with self.conn.pipeline():
+                cursors = [self.conn.execute(sql, params) for sql, params in sent]
+        for (_, _, then), cursor in zip(pending, cursors, strict=False):
+            if then is not None:
+                then(cursor)
+        return cursors[len(pending):]
+
+    def commit(self) -> None:
+        """COMMIT with what is pending, in one round trip; none when nothing was sent or is pending."""
+        if self.begin is None or self.pending:
+            self.send((b"COMMIT", ()))
+
+    def roll_back(self) -> None:
+        """ROLLBACK what was sent (pending statements are dropped); on a broken connection there is
+        nothing left to roll back."""
+        self.pending.clear()
+        if self.begin is None and not self.conn.broken:
+            self.conn.execute(b"ROLLBACK")
+
+
+class _Transaction(_Open):
+    """The writing thread's open transaction: also the users it holds the turn of (their versions
+    are read under it), and the version it moved each user it changed to."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
+        super().__init__(conn, b"BEGIN")
         self.users: set[str] = set()
         self.bumped: dict[str, int] = {}
         #: the users whose cached entries this transaction's changes were applied to
         self.written_through: set[str] = set()
 
 
-class _Snapshot:
-    """The searching thread's read-only transaction (``search_snapshot``): its connection, and the
-    user versions and rowids read in it (they cannot change in it)."""
+class _Snapshot(_Open):
+    """The searching thread's read-only transaction (``search_snapshot``): also the rowids read in it."""
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-        self.versions: dict[str, int | None] = {}
+        super().__init__(conn, b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self.rowids: dict[str, np.ndarray | None] = {}
 
 
@@ -349,39 +401,75 @@ class PostgresStorage(Storage):
         snapshot: _Snapshot | None = getattr(self._local, "snapshot", None)
         return snapshot
 
+    def _open(self) -> _Open | None:
+        """The thread's transaction, else its search snapshot."""
+        return self._open_tx() or self._open_snapshot()
+
     @contextmanager
     def _conn(self, user_id: str | None) -> Iterator[psycopg.Connection[Any]]:
-        """The connection to run on: the thread's transaction (taking ``user_id``'s turn first),
-        else its search snapshot's, else a pooled one in autocommit."""
-        tx = self._open_tx()
-        if tx is not None:
-            if user_id is not None:
-                self._take_turn(tx, user_id)
-            yield tx.conn
+        """The connection to run on, what is pending on it sent: the thread's transaction (taking
+        ``user_id``'s turn first), else its search snapshot's, else a pooled one in autocommit."""
+        opened = self._open()
+        if opened is None:
+            with self._translate(), self._pool.connection() as conn:
+                yield conn
             return
-        snapshot = self._open_snapshot()
-        if snapshot is not None:
-            yield snapshot.conn
+        if isinstance(opened, _Transaction) and user_id is not None:
+            self._take_turn(opened, user_id)
+        with self._translate():
+            opened.send()
+        yield opened.conn
+
+    @contextmanager
+    def _cursor(self, user_id: str | None, sql: str, params: Sequence[Any]) -> Iterator[psycopg.Cursor[Any]]:
+        """``sql`` run for ``user_id`` (None: a statement on no user's data) as ``_conn`` would, in
+        the same round trip as what is pending there."""
+        opened = self._open()
+        if opened is None:
+            with self._conn(user_id) as conn, self._translate():
+                yield conn.execute(sql.encode(), params)
             return
-        with self._translate(), self._pool.connection() as conn:
-            yield conn
+        if isinstance(opened, _Transaction) and user_id is not None:
+            self._take_turn(opened, user_id)
+        with self._translate():
+            yield opened.send((sql.encode(), params))[0]
 
     def _take_turn(self, tx: _Transaction, user_id: str) -> None:
+        """Take the user's turn with the transaction's next round trip, before its next statement."""
         if user_id not in tx.users:
-            with self._translate():
-                tx.conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_USER_LOCK, user_id))
+            tx.pending.append((b"SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_USER_LOCK, user_id), None))
             tx.users.add(user_id)
 
     def _rows(self, user_id: str | None, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run ``sql`` for ``user_id`` (None: a statement on no user's data) and return its rows."""
-        with self._conn(user_id) as conn, self._translate():
-            cursor = conn.execute(sql.encode(), params)
+        with self._cursor(user_id, sql, params) as cursor:
             return cursor.fetchall() if cursor.description else []
 
     def _count(self, user_id: str | None, sql: str, params: Sequence[Any] = ()) -> int:
         """Run a data-changing ``sql`` and return the rows it changed."""
-        with self._conn(user_id) as conn, self._translate():
-            return conn.execute(sql.encode(), params).rowcount
+        with self._cursor(user_id, sql, params) as cursor:
+            return cursor.rowcount
+
+    def _settle(self) -> None:
+        """Send what the transaction has pending whose result a callback takes (a deferred insert
+        writes its row through to the caches), before the caches are read or written."""
+        tx = self._open_tx()
+        if tx is not None and any(then is not None for _, _, then in tx.pending):
+            with self._translate():
+                tx.send()
+
+    def _defer(self, user_id: str, sql: str, params: Sequence[Any], then: _Then | None = None) -> None:
+        """Run a data-changing ``sql`` whose result nothing waits for: inside a write, with the
+        transaction's next round trip (its COMMIT at the latest), where a failure fails the write;
+        ``then`` takes its result when it is back."""
+        tx = self._open_tx()
+        if tx is None:
+            with self._cursor(user_id, sql, params) as cursor:
+                if then is not None:
+                    then(cursor)
+            return
+        self._take_turn(tx, user_id)
+        tx.pending.append((sql.encode(), params, then))
 
     def close(self) -> None:
         self._pool.close()
@@ -404,14 +492,21 @@ class PostgresStorage(Storage):
         with self._translate(), self._pool.connection() as conn:
             tx = self._local.tx = _Transaction(conn)
             try:
-                with conn.transaction():
-                    if user_id is not None:
-                        self._take_turn(tx, user_id)
-                    yield
+                if user_id is not None:
+                    # BEGIN and the turn in one round trip, now: the caller holds the turn from
+                    # here (the writer reads its clock after it)
+                    self._take_turn(tx, user_id)
+                    tx.send()
+                yield
+                tx.commit()
             except BaseException:
                 for bumped in tx.bumped:  # the caches may hold what never committed
                     self._vectors.drop(bumped)
                     self._lexemes.drop(bumped)
+                # a failed ROLLBACK leaves the connection to the pool, which discards it: the
+                # exception that matters is the one being raised
+                with suppress(psycopg.Error):
+                    tx.roll_back()
                 raise
             finally:
                 self._local.tx = None
@@ -426,17 +521,26 @@ class PostgresStorage(Storage):
         writes commit. A user erased and written again starts above every version an erased user
         had, so no cache of the erased data ever looks current. Called inside ``write()``.
         """
+        return self._version_with(user_id)[0]
+
+    def _version_with(self, user_id: str, sql: str | None = None, params: Sequence[Any] = ()) -> tuple[int, list[tuple[Any, ...]]]:
+        """``_version``, and the rows of ``sql`` (a read for ``user_id``), sent in the same round
+        trip as the statement that moves the version when this transaction has not moved it yet."""
         tx = self._open_tx()
         assert tx is not None, "_version runs inside write()"
-        if user_id not in tx.bumped:
-            tx.bumped[user_id] = int(self._rows(
-                user_id,
-                "INSERT INTO user_versions(user_id, version) VALUES "
-                f"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '{VERSION_FLOOR}'), 0)) "
-                "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1 RETURNING version",
-                (user_id,),
-            )[0][0])
-        return tx.bumped[user_id]
+        if user_id in tx.bumped:
+            return tx.bumped[user_id], [] if sql is None else self._rows(user_id, sql, params)
+        self._take_turn(tx, user_id)
+        moving = (
+            b"INSERT INTO user_versions(user_id, version) VALUES "
+            b"(%s, 1 + COALESCE((SELECT value::bigint FROM meta WHERE key = '" + VERSION_FLOOR.encode() + b"'), 0)) "
+            b"ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1 RETURNING version",
+            (user_id,),
+        )
+        with self._translate():
+            moved, *read = tx.send(moving, *([] if sql is None else [(sql.encode(), params)]))
+            tx.bumped[user_id] = tx.versions[user_id] = int(moved.fetchall()[0][0])
+            return tx.bumped[user_id], read[0].fetchall() if read else []
 
     def _write_through(
         self, user_id: str, change: Callable[[UserVectors], None] | None = None,
@@ -447,6 +551,7 @@ class PostgresStorage(Storage):
         transaction amends the entries). An entry that reflects another version than the one just
         before, or a change left out (None), is left behind, to catch up at its next read.
         Moves the user's version if nothing did yet (a deletion)."""
+        self._settle()
         tx = self._open_tx()
         assert tx is not None, "_write_through runs inside write()"
         version = self._version(user_id)
@@ -463,14 +568,14 @@ class PostgresStorage(Storage):
 
     def _read_version(self, user_id: str) -> int | None:
         """The user's version, None before their first write (or after their erasure); inside a
-        search snapshot read once."""
-        snapshot = self._open_snapshot()
-        if snapshot is not None and user_id in snapshot.versions:
-            return snapshot.versions[user_id]
+        write (under the user's turn) or a search snapshot read once."""
+        opened = self._open()
+        if opened is not None and user_id in opened.versions:
+            return opened.versions[user_id]
         rows = self._rows(user_id, "SELECT version FROM user_versions WHERE user_id = %s", (user_id,))
         version = int(rows[0][0]) if rows else None
-        if snapshot is not None:
-            snapshot.versions[user_id] = version
+        if opened is not None:
+            opened.versions[user_id] = version
         return version
 
     @contextmanager
@@ -478,19 +583,17 @@ class PostgresStorage(Storage):
         """One read-only REPEATABLE READ transaction on one connection for the search: its arms
         read one snapshot, and the user's version once. Inside a write its own transaction is the
         view; nested, the enclosing snapshot."""
-        if self._open_tx() is not None or self._open_snapshot() is not None:
+        if self._open() is not None:
             yield
             return
         with self._translate(), self._pool.connection() as conn:
-            conn.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._local.snapshot = _Snapshot(conn)
+            snapshot = self._local.snapshot = _Snapshot(conn)
             try:
                 yield
             finally:
                 self._local.snapshot = None
                 # read only: nothing to commit; a failed statement left it to roll back anyway
-                if not conn.broken:
-                    conn.execute(b"ROLLBACK")
+                snapshot.roll_back()
 
     # -- memories --------------------------------------------------------------------------------
     def insert_memory(self, memory: MemoryRecord, embedding: np.ndarray) -> None:
@@ -499,25 +602,32 @@ class PostgresStorage(Storage):
             values[name] = Jsonb(values[name])
         user_id = memory.user_id
         with self.write():
-            values["context"] = context_for(self._last_text(user_id, memory.session_id))
-            values["changed_version"] = self._version(user_id)
+            # the context's read goes with the version's move: one round trip
+            values["changed_version"], last = self._version_with(user_id, *self._last_text(user_id, memory.session_id))
+            values["context"] = context_for([text for (text,) in last])
             names = list(values)
-            rowid, tokens, search = self._rows(
+            vector = np.asarray(embedding, dtype=np.float32)
+
+            def write_through(inserted: psycopg.Cursor[Any]) -> None:
+                rowid, tokens, search = inserted.fetchall()[0]
+                self._write_through(user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
+                                    lambda text: text.append(rowid, memory.id, tokens, memory.is_current, search))
+
+            # Sent with the next round trip, the COMMIT's for a lone add; the caches learn the row then.
+            self._defer(
                 user_id,
                 f"INSERT INTO memories({', '.join(names)}, embedding) "
                 f"VALUES ({', '.join(['%s'] * len(names))}, %s::vector) RETURNING rowid, {_LEXEMES}",
                 [*values.values(), vector_literal(embedding)],
-            )[0]
+                write_through,
+            )
             if memory.session_id is not None:
-                self._rows(
+                self._defer(
                     user_id,
                     "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
                     "ON CONFLICT(user_id, session_id) DO UPDATE SET text = session_docs.text || %s || excluded.text",
                     (user_id, memory.session_id, memory.text, SEPARATOR),
                 )
-            vector = np.asarray(embedding, dtype=np.float32)
-            self._write_through(user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
-                                lambda text: text.append(rowid, memory.id, tokens, memory.is_current, search))
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
         unknown = set(fields) - UPDATABLE_COLUMNS
@@ -553,6 +663,27 @@ class PostgresStorage(Storage):
             return {}
         rows = self._rows(user_id, SELECT_MEMORY + " WHERE user_id = %s AND id = ANY(%s::text[])", (user_id, list(ids)))
         return {r.id: r for r in map(self._record, rows)}
+
+    def current_texts(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = self._rows(
+            user_id, f"SELECT id, text FROM memories WHERE user_id = %s AND id = ANY(%s::text[]) AND {_CURRENT}", (user_id, list(ids))
+        )
+        return dict(rows)
+
+    def neighbour_texts(self, user_id: str, ids: Sequence[str], fingerprint: str) -> tuple[str | None, dict[str, str]]:
+        # find_by_fingerprint's lookup and current_texts' in one statement (one round trip of an
+        # add, where there were two), texts and no records
+        rows = self._rows(
+            user_id,
+            f"WITH same AS (SELECT id FROM memories WHERE user_id = %s AND fingerprint = %s AND {_CURRENT} "
+            "ORDER BY created_at, rowid LIMIT 1) "
+            "SELECT (SELECT id FROM same), m.id, m.text FROM (SELECT 1) one LEFT JOIN memories m ON m.user_id = %s "
+            "AND m.id = ANY(array_append(%s::text[], (SELECT id FROM same))) AND m.expired_at IS NULL AND m.invalid_at IS NULL",
+            (user_id, fingerprint, user_id, list(ids)),
+        )
+        return rows[0][0], {memory_id: text for _, memory_id, text in rows if memory_id is not None}
 
     @staticmethod
     def _where(user_id: str, filters: MemoryFilters, alias: str = "") -> tuple[str, list[Any]]:
@@ -639,21 +770,24 @@ class PostgresStorage(Storage):
                 floor = int(self._meta(VERSION_FLOOR) or 0)
                 self._set_meta(VERSION_FLOOR, str(max(floor, int(version[0][0]))))
             counts = {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
+            tx = self._open_tx()
+            assert tx is not None
+            tx.versions[user_id] = None  # erased: no version
         self._vectors.drop(user_id)
         self._lexemes.drop(user_id)
         return counts
 
     # -- session documents and turn context ------------------------------------------------------
-    def _last_text(self, user_id: str, session_id: str | None) -> list[str]:
-        """The text written last in the session (none or one), the context of the next memory."""
+    @staticmethod
+    def _last_text(user_id: str, session_id: str | None) -> tuple[str | None, list[Any]]:
+        """The read of the text written last in the session (none or one), the context of the next
+        memory; None without a session."""
         if session_id is None:
-            return []
-        rows = self._rows(
-            user_id,
+            return None, []
+        return (
             "SELECT text FROM memories WHERE user_id = %s AND session_id = %s ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (user_id, session_id),
+            [user_id, session_id],
         )
-        return [rows[0][0]] if rows else []
 
     def _sessions_of(self, user_id: str, ids: Sequence[str]) -> list[str]:
         rows = self._rows(
@@ -673,16 +807,16 @@ class PostgresStorage(Storage):
         return [(rowid, text, context) for rowid, text, context in rows]
 
     def set_context(self, user_id: str, row_key: int, context: str) -> None:
-        self._rows(
+        self._defer(
             user_id, "UPDATE memories SET context = %s, changed_version = %s WHERE user_id = %s AND rowid = %s",
             (context, self._version(user_id), user_id, row_key),
         )
 
     def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
         if text is None:
-            self._rows(user_id, "DELETE FROM session_docs WHERE user_id = %s AND session_id = %s", (user_id, session_id))
+            self._defer(user_id, "DELETE FROM session_docs WHERE user_id = %s AND session_id = %s", (user_id, session_id))
             return
-        self._rows(
+        self._defer(
             user_id,
             "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
             "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
@@ -723,29 +857,43 @@ class PostgresStorage(Storage):
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, weights: list[float]
     ) -> list[ScoredId] | None:
         """``_ranked`` on the user's cached rows (storage/pg_lexemes.py, the same scores), None
-        when SQL answers: a user with fewer memories than ``text_in_process_from``, a word of
-        several lexemes, or a user without a version (rows no write of this backend made). The
-        query's words are cut into lexemes by PostgreSQL, in the statement that reads the user's
-        version and row count."""
+        when SQL answers: a user with fewer memories than ``text_in_process_from``, or without a
+        version (rows no write of this backend made). The query's words are cut into lexemes by
+        PostgreSQL, in the statement that reads the user's version and row count; a word of
+        several lexemes (a phrase) is matched there too, with f in each row it matches."""
         words = tsquery_terms(query)
         if not words:
             return []
         rows = self._rows(
             user_id,
-            "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
-            "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = ''), "
-            "array_agg(array_to_string(tsvector_to_array(to_tsvector('cortadel', w.word)), ' ') ORDER BY w.i) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY w(word, i)",
-            (user_id, user_id, words),
+            """WITH w AS MATERIALIZED (
+                   SELECT u.i, u.word, to_tsvector('cortadel', u.word) AS v FROM unnest(%s::text[]) WITH ORDINALITY u(word, i)
+               ), totals AS MATERIALIZED (
+                   SELECT (SELECT version FROM user_versions WHERE user_id = %s) AS version,
+                          (SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = '') AS memories
+               )
+               SELECT totals.version, totals.memories,
+                      (SELECT array_agg(array_to_string(tsvector_to_array(w.v), ' ') ORDER BY w.i) FROM w),
+                      p.words, p.ids, p.f
+               FROM totals, LATERAL (
+                   -- ranked_sql's match and f of each word of several lexemes, over the rows holding all of them;
+                   -- f as the float8 ranked_sql computes with (a float4 sent as text reads back as another double)
+                   SELECT array_agg(w.i ORDER BY w.i, m.rowid) AS words, array_agg(m.id ORDER BY w.i, m.rowid) AS ids,
+                          array_agg(ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 ORDER BY w.i, m.rowid) AS f
+                   FROM w JOIN memories m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, w.v)
+                       AND m.search @@ to_tsquery('cortadel', w.word)
+                   WHERE length(w.v) > 1 AND totals.memories >= %s
+               ) p""",
+            (words, user_id, user_id, weights, user_id, user_id, self._text_in_process_from),
         )
-        version, memories, lexemes = rows[0]
-        snapshot = self._open_snapshot()
-        if snapshot is not None:  # read here anyway: the vector arm of the search need not
-            snapshot.versions[user_id] = version
+        version, memories, lexemes, phrase_words, phrase_ids, phrase_f = rows[0]
+        opened = self._open()
+        if opened is not None:  # read here anyway: the vector arm need not (the turn is held in a write)
+            opened.versions[user_id] = version
         if version is None:  # no write yet, or erased: nothing of the user is kept
             self._lexemes.drop(user_id)
         # no version: rows no write of the backend made (an old schema's, or SQL's)
-        if version is None or (memories or 0) < self._text_in_process_from or any(" " in lexeme for lexeme in lexemes):
+        if version is None or (memories or 0) < self._text_in_process_from:
             return None
         entry = self._lexemes.current(user_id, int(version)) or self._caught_up(
             self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
@@ -755,7 +903,12 @@ class PostgresStorage(Storage):
         if filters.narrows:
             where, params = self._where(user_id, filters)
             allowed = [r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)]
-        return entry.best([lexeme.split() for lexeme in lexemes], weights, limit, allowed)
+        phrases: dict[int, tuple[list[str], list[float]]] = {}
+        for word, memory_id, f in zip(phrase_words or (), phrase_ids or (), phrase_f or (), strict=True):
+            matched = phrases.setdefault(int(word) - 1, ([], []))
+            matched[0].append(memory_id)
+            matched[1].append(f)
+        return entry.best([lexeme.split() for lexeme in lexemes], weights, limit, allowed, phrases)
 
     def _caught_up(
         self, cache: VersionedCache[_Cached], user_id: str, columns: str, empty: Callable[[], _Cached], reads: CacheReads
@@ -856,6 +1009,7 @@ class PostgresStorage(Storage):
         Writes in this process keep the entry current (``_write_through``): it catches up on first
         use, after another process wrote, or after a rollback.
         """
+        self._settle()
         version = self._read_version(user_id)
         if version is None:  # no write yet, or erased: nothing of the user is kept
             self._vectors.drop(user_id)
@@ -879,7 +1033,7 @@ class PostgresStorage(Storage):
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:
         with self.write():
-            self._rows(
+            self._defer(
                 user_id,
                 "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (%s, %s, %s, %s, %s)",
                 (user_id, memory_id, event, at, Jsonb(detail)),
@@ -980,7 +1134,7 @@ class PostgresStorage(Storage):
     # -- jobs (shared by every user and every replica) -------------------------------------------
     def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None:
         now = time.time()
-        self._rows(
+        self._defer(
             user_id,
             "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (%s, %s, %s, %s, %s, %s)",
             (kind, user_id, memory_id, Jsonb(payload), now, now),
