@@ -190,13 +190,15 @@ def shape(text: str) -> FactShape:
         timeless = timeless.replace(span.text.lower(), " ")
         if any(ch.isdigit() for ch in span.text):
             dates.add(" ".join(span.text.lower().split()))  # "on 4 may" and "on 5 may" are two values
-    negative = bool(NEGATION.search(timeless))
-    plain = " ".join(NEGATION.sub(" ", timeless).split())
+    unnegated, negations = NEGATION.subn(" ", timeless)
+    negative = negations > 0
+    plain = " ".join(unnegated.split())
     stems = _stems(plain)
     values = frozenset(w for w in stems if TYPED_VALUE.match(w)) | dates
     subject, slot, slot_value, dislike = _slot(plain)
-    additive = bool(_ADDITIVE.search(text.lower()))
-    changed = bool(_CHANGE.search(text.lower())) and not additive
+    lowered = text.lower()
+    additive = bool(_ADDITIVE.search(lowered))
+    changed = bool(_CHANGE.search(lowered)) and not additive
     expanded = expanded.strip()
     owned = (_SPELLINGS.get(p.lower(), p.lower()) for p in _OWNED.findall(expanded))
     people = frozenset(p for p in owned if p in PEOPLE)
@@ -282,27 +284,26 @@ def decide(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
 
 def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
     new = shape(candidate.text)
+    olds = [(n, shape(n.text)) for n in neighbours]
     best_ambiguous = 0.0
     event = Event.TOUCH if candidate.reconfirm else Event.SKIP_DUPLICATE
-    for n in neighbours:
-        if new.normal == shape(n.text).normal:
+    for n, old in olds:
+        if new.normal == old.normal:
             return Decision(event, (n.id,), "same fact")
     if candidate.target:
         # Said to replace something: that comes before any likeness ("engaged to Chris", not "dating Chris").
-        replaced = _find_target(candidate.target, [n for n in neighbours if shape(n.text).people == new.people])
+        replaced = _find_target(candidate.target, [n for n, old in olds if old.people == new.people])
         if replaced is not None:
             return Decision(Event.SUPERSEDE, (replaced.id,), f"replaces {candidate.target}")
-    for n in neighbours:
-        old = shape(n.text)
+    for n, old in olds:
         agree = new.negative == old.negative and new.values == old.values and new.subject == old.subject
         same_slot = new.slot is not None and new.slot == old.slot
         if agree and (new.slot_value == old.slot_value if same_slot else _similarity(new, old) >= DUPLICATE_SIMILARITY):
             return Decision(event, (n.id,), "same fact")
-    for n in neighbours:
-        if _paraphrase(new, shape(n.text), n.score):
+    for n, old in olds:
+        if _paraphrase(new, old, n.score):
             return Decision(event, (n.id,), f"same fact in other words (similarity {n.score:.2f})")
-    for n in neighbours:
-        old = shape(n.text)
+    for n, old in olds:
         reason = _replaces(new, old)
         if reason:
             return Decision(Event.SUPERSEDE, (n.id,), reason)

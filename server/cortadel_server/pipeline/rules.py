@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -275,7 +275,7 @@ class RulesExtractor:
         `labels`: see `make_candidate`."""
         if is_compound(text):
             return make_candidate(text, turn, self.taxonomy, labels=labels)
-        found = self._read(text, turn, "User", None, True)
+        found = self._read(text, turn, "User", None, True, rewrite=False)
         if found is None or found.intent is Intent.REMEMBER:
             return make_candidate(text, turn, self.taxonomy, reconfirm=found.reconfirm if found else False, labels=labels)
         return make_candidate(text, turn, self.taxonomy, intent=found.intent, target=found.target, labels=labels)
@@ -288,9 +288,12 @@ class RulesExtractor:
             found.text, turn, self.taxonomy, intent=found.intent, target=found.target, reconfirm=found.reconfirm
         )
 
-    def _read(self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool) -> _Reading | None:
+    def _read(
+        self, raw: str, turn: Turn, subject: str, previous: str | None, explicit: bool, *, rewrite: bool = True
+    ) -> _Reading | None:
         """What one sentence states, and how (None: nothing to keep); a candidate is made of it
-        only when it is kept as read (`verbatim` keeps the text as written)."""
+        only when it is kept as read. Without `rewrite` (`verbatim` keeps the text as written) the
+        reading's text is "" and a statement's target None: the rewrites are not made."""
         text = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))
         remembered_here = False  # "remember that ...": the speaker asked to keep this sentence
@@ -311,44 +314,54 @@ class RulesExtractor:
             return None
         reconfirm = reconfirm or bool(_STILL.search(text))
 
-        def make(fact: str, intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False) -> _Reading:
-            return _Reading(_sentence_case(fact), intent, target, reconfirm)
+        def make(
+            fact: Callable[[], str], intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False
+        ) -> _Reading:
+            return _Reading(_sentence_case(fact()) if rewrite else "", intent, target, reconfirm)
+
+        def as_third_person() -> str:
+            return third_person(text, subject)
 
         if m := _FORGET_ENTITY.match(text):
-            return make(third_person(text, subject), intent=Intent.FORGET_ENTITY, target=_clean_target(m["t"], subject, turn.at))
+            return make(as_third_person, intent=Intent.FORGET_ENTITY, target=_clean_target(m["t"], subject, turn.at))
         if m := _RETRACT_ABOUT.match(text):
-            return make(third_person(text, subject), intent=Intent.RETRACT, target=third_person(m["t"], subject))
+            return make(as_third_person, intent=Intent.RETRACT, target=third_person(m["t"], subject))
         if _RETRACT_THAT.match(text):
             if previous is None:
                 return None
-            return make(third_person(text, subject), intent=Intent.RETRACT, target=previous)
+            return make(as_third_person, intent=Intent.RETRACT, target=previous)
         if m := _RETRACT_WHAT.match(text):
-            return make(third_person(text, subject), intent=Intent.RETRACT, target=_clean_target(m["t"], subject, turn.at))
+            return make(as_third_person, intent=Intent.RETRACT, target=_clean_target(m["t"], subject, turn.at))
         if m := _RESOLVE_ACTIVE.match(text) or _RESOLVE_PASSIVE.match(text):
             target = m["t"]
             if _PRONOUN_TARGET.match(target):
                 if previous is None:
                     return None
                 target = previous
-            return make(third_person(text, subject), intent=Intent.RESOLVE, target=_clean_target(target, subject, turn.at))
+            return make(as_third_person, intent=Intent.RESOLVE, target=_clean_target(target, subject, turn.at))
 
         if text.endswith("?") or (_QUESTION_START.match(text) and not explicit):
             return None
         if m := _CALL_ME.match(text):
-            return make(f"{subject} goes by {_end(m['name'])}")
+            name = m["name"]
+            return make(lambda: f"{subject} goes by {_end(name)}")
         if text.endswith(":"):
             return None  # a heading ("Here is my setup:"), the facts follow it
         if m := _INSTRUCTION.match(text):
-            how = "never" if m["how"].lower() != "always" else "always"
-            return make(f"{subject} prefers to {how} {_end(m['rest'])}")
+            how, rest = "never" if m["how"].lower() != "always" else "always", m["rest"]
+            return make(lambda: f"{subject} prefers to {how} {_end(rest)}")
         if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text)):
             return None
         if _FIRST_PERSON.search(text) or _EXISTENTIAL.match(text):
-            text, replaced = _replaced(text)
-            return make(third_person(_end(text), subject), target=replaced, reconfirm=reconfirm)
+            if not rewrite:
+                return _Reading("", Intent.REMEMBER, None, reconfirm)
+            stated, replaced = _replaced(text)
+            return make(lambda: third_person(_end(stated), subject), target=replaced, reconfirm=reconfirm)
         if not explicit:
             return None
         # Not about the speaker, but asked to be kept: in the speaker's own words.
+        if not rewrite:
+            return _Reading("", Intent.REMEMBER, None, reconfirm)
         as_said = raw.strip() if text == expand_contractions(raw.strip()) else text[:1].upper() + text[1:]
         return _Reading(as_said, Intent.REMEMBER, None, reconfirm)
 

@@ -63,6 +63,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -98,6 +99,7 @@ from cortadel_server.storage.base import (
     MemoryFilters,
     MemoryRecord,
     MemoryType,
+    ScoredId,
     Storage,
 )
 
@@ -429,9 +431,14 @@ class Writer:
         shared: _WrittenMemo = {}  # what the batch's transaction wrote so far, per app (one transaction)
         # What the batch's transaction read and wrote (alone: each fact's transaction has its own).
         known = None if alone else FactTexts(self.storage, pending[0].scope.user_id)
+        batch_search: Callable[[int], list[ScoredId]] | None = None
         if known is not None:
             known.expect(
                 (c.fingerprint for _, c in todo if c.intent is not Intent.FORGET_ENTITY), texts_up_to=TEXTS_READ_PER_FACT * len(todo)
+            )
+            # Every lookup's vector arm screened against the stored rows at once (exact hits all the same).
+            batch_search = self.storage.vector_searches(
+                known.user_id, np.stack([vectors[_query(c)] for _, c in todo]), NEIGHBOURS_PER_ARM
             )
         for done, (unit, candidate) in enumerate(todo):
             if budget.cancelled:
@@ -445,7 +452,8 @@ class Writer:
                 query_vector = vectors[_query(candidate)]
                 judged = self._judge(unit.scope.user_id, candidate, query_vector, budget)
                 written, facts = (shared, known) if known is not None else ({}, FactTexts(self.storage, unit.scope.user_id))
-                unit.outcomes.extend(self._one(unit.scope, candidate, vectors[candidate.text], query_vector, judged, written, facts))
+                nearest = partial(batch_search, done) if batch_search is not None else self._nearest(unit.scope.user_id, query_vector)
+                unit.outcomes.extend(self._one(unit.scope, candidate, vectors[candidate.text], nearest, judged, written, facts))
             except CortadelError as exc:
                 if not alone:
                     raise
@@ -459,12 +467,16 @@ class Writer:
         (asked before the write lock is taken; `_one` re-checks the rule decision under it)."""
         if self.judge is None or candidate.intent is not Intent.REMEMBER:
             return None
-        neighbours = self._neighbours(user_id, candidate, query_vector, FactTexts(self.storage, user_id))
+        neighbours = self._neighbours(user_id, candidate, self._nearest(user_id, query_vector), FactTexts(self.storage, user_id))
         ruled = decide(candidate, neighbours)
         return (ruled, self.judge.judge(candidate, neighbours, ruled, budget)) if ruled.ambiguous else None
 
+    def _nearest(self, user_id: str, query_vector: np.ndarray) -> Callable[[], list[ScoredId]]:
+        """The vector arm of one lookup, asked when it runs."""
+        return partial(self.storage.vector_search, user_id, query_vector, MemoryFilters(), NEIGHBOURS_PER_ARM)
+
     def _one(
-        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, query_vector: np.ndarray,
+        self, scope: _Scope, candidate: Candidate, vector: np.ndarray, nearest: Callable[[], list[ScoredId]],
         judged: tuple[Decision, Decision] | None, written: _WrittenMemo, known: FactTexts,
     ) -> list[WriteOutcome]:
         # The user's writer turn first, then the clock: serial order and valid-time order must agree.
@@ -473,7 +485,7 @@ class Writer:
             if candidate.at_now:
                 moved = timedelta(seconds=now - _ts(candidate.said_at))
                 candidate = dataclasses.replace(candidate, said_at=candidate.said_at + moved, valid_at=candidate.valid_at + moved)
-            neighbours = self._neighbours(scope.user_id, candidate, query_vector, known)
+            neighbours = self._neighbours(scope.user_id, candidate, nearest, known)
             decision = decide(candidate, neighbours)
             if judged is not None and judged[0] == decision:
                 decision = judged[1]
@@ -483,9 +495,12 @@ class Writer:
                 decision = Decision(Event.ADD, (), "verbatim text is only deduplicated")
             return self._apply(scope, candidate, decision, vector, {n.id: n for n in neighbours}, now, written, known)
 
-    def _neighbours(self, user_id: str, candidate: Candidate, query_vector: np.ndarray, known: FactTexts) -> list[Neighbour]:
+    def _neighbours(
+        self, user_id: str, candidate: Candidate, nearest: Callable[[], list[ScoredId]], known: FactTexts
+    ) -> list[Neighbour]:
         """The current facts decide() should compare the candidate with, best first, ties in id
-        order (for an entity deletion: every fact, past versions included, oldest first)."""
+        order (for an entity deletion: every fact, past versions included, oldest first).
+        ``nearest`` is the vector arm: ``vector_search`` of the query, current facts only."""
         current = MemoryFilters()
         query = _query(candidate)
         if candidate.intent is Intent.FORGET_ENTITY:
@@ -503,7 +518,7 @@ class Writer:
         for extra_query in (by_slot, candidate.target if candidate.intent is Intent.REMEMBER else None):
             if extra_query:
                 scores.update({s.id: 0.0 for s in self.storage.text_search(user_id, extra_query, current, NEIGHBOURS_PER_ARM)})
-        for hit in self.storage.vector_search(user_id, query_vector, current, NEIGHBOURS_PER_ARM):
+        for hit in nearest():
             scores[hit.id] = max(hit.score, 0.0)
         same, current_texts = known.neighbour_texts(list(scores), candidate.fingerprint)
         if same is not None:

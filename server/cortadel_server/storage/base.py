@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -420,6 +420,13 @@ class Storage(abc.ABC):
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
     ) -> list[ScoredId]:
         """Nearest neighbours by cosine similarity; higher score is better."""
+
+    def vector_searches(self, user_id: str, vectors: np.ndarray, limit: int) -> Callable[[int], list[ScoredId]]:
+        """For the dedup lookups of one write transaction, made in turn while it writes: ``search(i)``
+        gives the hits ``vector_search(user_id, vectors[i], MemoryFilters(), limit)`` would give at
+        that moment (the same ids and scores; equal scores in any order). A backend may screen
+        every vector against the stored rows at once (``UserVectors.screen``)."""
+        return lambda i: self.vector_search(user_id, vectors[i], MemoryFilters(), limit)
 
     @abc.abstractmethod
     def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:

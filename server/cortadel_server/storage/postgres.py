@@ -89,7 +89,14 @@ from cortadel_server.storage.pg_migrations import migrate
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 from cortadel_server.storage.term_index import IDF_FLOOR, K1, B
-from cortadel_server.storage.vector_cache import CacheReads, UserVectors, VectorCache, Versioned, VersionedCache
+from cortadel_server.storage.vector_cache import (
+    CacheReads,
+    UserVectors,
+    VectorCache,
+    Versioned,
+    VersionedCache,
+    screened_searches,
+)
 
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
 #: a memory row as ``UserVectors.apply`` takes it: its embedding as big-endian float4s (vector_send
@@ -1029,6 +1036,9 @@ class PostgresStorage(Storage):
             return entry.nearest(vector, limit)
         where, params = self._where(user_id, filters)
         return entry.nearest(vector, limit, allowed=(r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)))
+
+    def vector_searches(self, user_id: str, vectors: np.ndarray, limit: int) -> Callable[[int], list[ScoredId]]:
+        return screened_searches(lambda: self._user_vectors(user_id), vectors, limit)
 
     # -- history ---------------------------------------------------------------------------------
     def record_event(self, user_id: str, memory_id: str, event: str, at: float, detail: dict[str, Any]) -> None:

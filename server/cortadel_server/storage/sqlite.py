@@ -89,6 +89,7 @@ from cortadel_server.storage.vector_cache import (
     VectorCache,
     Versioned,
     VersionedCache,
+    screened_searches,
 )
 
 
@@ -1100,6 +1101,9 @@ class SqliteStorage(Storage):
             return entry.nearest(vector, limit)
         where, params = self._where(user_id, filters)
         return entry.nearest(vector, limit, allowed=(r[0] for r in self._rows(f"SELECT rowid FROM memories WHERE {where}", params)))
+
+    def vector_searches(self, user_id: str, vectors: np.ndarray, limit: int) -> Callable[[int], list[ScoredId]]:
+        return screened_searches(lambda: self._user_vectors(user_id), vectors, limit)
 
     # -- the term index (text_search, and through it the dedup lookup of every write) ------------
     def _term_index(self, user_id: str, *, whole: bool = True) -> TermIndex | None:

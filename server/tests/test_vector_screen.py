@@ -1,0 +1,92 @@
+"""A write's screened vector lookups give what a full scan gives at each lookup's turn.
+
+A batch screens every query against the stored rows with one BLAS product per block of queries
+(``UserVectors.screen``); each lookup then scores exactly only what the screen kept and the rows
+the write appended since (``UserVectors.nearest_screened``). The hits must be those of
+``UserVectors.nearest`` at that moment, ids and scores, while rows are appended, ended, deleted
+and made current again between the lookups — with exact duplicates (ties) and near-duplicates
+(scores a rounding apart) among the rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cortadel_server.storage.vector_cache import SCREEN_MIN_ROWS, SCREEN_QUERIES, UserVectors
+
+DIM = 64
+LIMIT = 8
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def stored_rows(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Clusters of near-duplicates whose scores lie a few roundings apart, some rows exact copies of others."""
+    centres = unit(rng.standard_normal((count // 4, DIM)))
+    rows = unit(centres[rng.integers(0, len(centres), count)] + rng.standard_normal((count, DIM)).astype(np.float32) * 1e-6)
+    rows[rng.integers(0, count, count // 40)] = rows[rng.integers(0, count, count // 40)]
+    return rows
+
+
+def hits(found: list) -> set[tuple[str, float]]:
+    return {(hit.id, hit.score) for hit in found}
+
+
+def test_screened_lookups_give_the_full_scans_hits_while_the_write_changes_rows() -> None:
+    rng = np.random.default_rng(7)
+    count = 1_200
+    rows = stored_rows(rng, count)
+    entry = UserVectors(1, DIM, list(range(1, count + 1)), [f"m{i}" for i in range(count)], rows, [True] * count)
+    queries = np.concatenate([rows[rng.integers(0, count, 60)], unit(rng.standard_normal((60, DIM)))])
+    screen = entry.screen(queries, LIMIT)
+    assert screen is not None
+    next_rowid, appended = count + 1, 0
+    for at, query in enumerate(queries):
+        assert hits(entry.nearest_screened(screen, at)) == hits(entry.nearest(query, LIMIT)), at
+        # What a write does between two lookups: a new row (often a copy of a stored one), and it
+        # ends or deletes rows the last lookup found.
+        new = rows[rng.integers(0, count)] if at % 2 else unit(rng.standard_normal((1, DIM)))[0]
+        entry.append(next_rowid, f"n{at}", new, True)
+        next_rowid, appended = next_rowid + 1, appended + 1
+        found = entry.nearest(query, LIMIT)
+        if at % 3 == 0 and found:
+            entry.set_current(found[0].id, False)
+        if at % 7 == 0 and len(found) > 1:
+            entry.remove([found[1].id])
+    # The screen answered nearly every lookup itself; ties at the last place went to the full scan.
+    assert 0 < screen.fallbacks < len(queries) // 4
+    assert entry.n == count + appended
+
+
+def test_a_row_current_again_or_another_entry_sends_the_lookups_to_the_full_scan() -> None:
+    rng = np.random.default_rng(11)
+    count = SCREEN_MIN_ROWS
+    rows = unit(rng.standard_normal((count, DIM)))
+    entry = UserVectors(1, DIM, list(range(1, count + 1)), [f"m{i}" for i in range(count)], rows, [True] * count)
+    queries = rows[:SCREEN_QUERIES * 2]
+    screen = entry.screen(queries, LIMIT)
+    assert screen is not None
+    assert hits(entry.nearest_screened(screen, 0)) == hits(entry.nearest(queries[0], LIMIT))
+    assert screen.fallbacks == 0
+    # Ended before the screen's next block, then current again: the screen left it out.
+    entry.set_current("m20", False)
+    other = entry.screen(queries, LIMIT)
+    assert other is not None
+    entry.set_current("m20", True)
+    assert "m20" in {hit.id for hit in entry.nearest_screened(other, 20)}
+    assert other.fallbacks == 1
+    # A screen of one entry says nothing of another (a reload).
+    reloaded = UserVectors(2, DIM, list(range(1, count + 1)), [f"m{i}" for i in range(count)], rows, [True] * count)
+    assert hits(reloaded.nearest_screened(screen, 1)) == hits(reloaded.nearest(queries[1], LIMIT))
+    assert screen.fallbacks == 1
+
+
+def test_too_few_rows_are_scanned_whole() -> None:
+    rng = np.random.default_rng(3)
+    rows = unit(rng.standard_normal((SCREEN_MIN_ROWS - 1, DIM)))
+    entry = UserVectors(1, DIM, list(range(1, len(rows) + 1)), [f"m{i}" for i in range(len(rows))], rows, [True] * len(rows))
+    assert entry.screen(rows[:4], LIMIT) is None
+    entry.append(len(rows) + 1, "last", rows[0], True)
+    assert entry.screen(rows[:4], LIMIT) is not None
