@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.client import BenchClient, server_phase_seconds
+from bench.client import BenchClient, Searcher, server_phase_seconds
+from bench.errors import BenchError
 from bench.perf.corpus import sentences
 from bench.stats import latency_summary
 
@@ -104,25 +105,30 @@ async def search_latency(api: BenchClient, users: Sequence[str], queries: Sequen
     return {**latency_summary(seconds), "mean_results": round(hits / len(queries), 2), "server_phases": latency_summary(phases)}
 
 
-async def search_throughput(api: BenchClient | Sequence[BenchClient], users: Sequence[str], queries: Sequence[str], *, clients: int = 8,
-                            seconds: float = 15.0) -> dict[str, Any]:
-    """``clients`` concurrent loops of hybrid searches for ``seconds``; completed searches per second.
-    Given several servers' clients (replicas of one store), loop c sends to server c mod their count."""
-    apis = [api] if isinstance(api, BenchClient) else list(api)
+async def search_throughput(api: Searcher | Sequence[Searcher], users: Sequence[str], queries: Sequence[str], *, clients: int = 8,
+                            seconds: float = 15.0, hits: int | None = None) -> dict[str, Any]:
+    """``clients`` concurrent loops of hybrid searches (top 10) for ``seconds``; completed searches per
+    second. Given several senders (clients of replicas of one store, or a connection per loop), loop
+    c sends through sender c mod their count. With ``hits``, a search that finds another number of
+    them ends the run (``BenchError``): a server answering wrong must not look fast."""
+    apis = list(api) if isinstance(api, Sequence) else [api]
     deadline = time.perf_counter() + seconds
     latencies: list[float] = []
 
     async def client(offset: int) -> None:
         i = offset
         while time.perf_counter() < deadline:
-            _, elapsed = await apis[offset % len(apis)].search(users[i % len(users)], queries[i % len(queries)], top_k=10, mode="hybrid")
+            query = queries[i % len(queries)]
+            results, elapsed = await apis[offset % len(apis)].search(users[i % len(users)], query, top_k=10, mode="hybrid")
+            if hits is not None and len(results) != hits:
+                raise BenchError(f"a search for {query!r} found {len(results)} memories, not {hits}")
             latencies.append(elapsed)
             i += clients
 
     started = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
     elapsed = time.perf_counter() - started
-    return {"clients": clients, "servers": len(apis), "seconds": round(elapsed, 1), "searches": len(latencies),
+    return {"clients": clients, "senders": len(apis), "seconds": round(elapsed, 1), "searches": len(latencies),
             "searches_per_second": round(len(latencies) / elapsed, 1), "latency": latency_summary(latencies)}
 
 

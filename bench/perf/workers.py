@@ -9,7 +9,9 @@ skips some), then serves that same file in turn with one worker and with ``--wor
 server each round, in ABBA order (1, N, N, 1, 1, N, …; ``--rounds`` of each). Each round: a warm-up
 (``--warmup`` seconds of searches at ``--clients`` clients, so every worker has loaded the user),
 searches/s of ``--clients`` concurrent loops for ``--seconds`` (and how the kernel spread their
-connections over the workers), ``--searches`` searches at one client (p50/p95), then ``--adds``
+connections over the workers; each loop sends through a ``bench.client.SearchConnection`` of its
+own, a lean client, since the client's CPU is taken from the cores the server runs on, and every
+search must find its top 10), ``--searches`` searches at one client (p50/p95), then ``--adds``
 rounds of the replica catch-up protocol (``bench.perf.replicas.catch_up``) through the port over two
 connections, which with several workers are held by two different workers: an add through one and
 a search for its text through the other (that worker reloads the user first), the same search again,
@@ -46,7 +48,7 @@ from typing import Any, TypeVar
 
 from cortadel_server.testing import connection_owners
 
-from bench.client import BenchClient
+from bench.client import BenchClient, SearchConnection
 from bench.errors import BenchError
 from bench.perf.corpus import queries, sentences
 from bench.perf.measure import search_latency, search_throughput
@@ -66,6 +68,9 @@ from bench.stats import latency_summary
 REPORT = REPO_ROOT / "bench" / "reports" / "workers.json"
 Variant = TypeVar("Variant")
 BATCH = 500
+#: the hits of every search of the searches/s runs (fewer if the user holds fewer memories)
+TOP_K = 10
+THROUGHPUT_CLIENT = "bench.client.SearchConnection: one kept-alive HTTP/1.1 connection a client, on asyncio streams"
 #: new connections per attempt to find one held by another worker than the adds' (the kernel hashes each to a worker)
 RECONNECTS = 20
 
@@ -122,10 +127,14 @@ async def pair_on_two_workers(server: RunningServer, stack: AsyncExitStack) -> t
 
 async def measure_round(server: RunningServer, qs: list[str], args: argparse.Namespace, texts: Iterator[str],
                         tickets: Iterator[int]) -> tuple[dict[str, Any], CatchUpTimings]:
-    async with BenchClient(server.base_url, max_connections=args.clients) as api:
-        await search_throughput(api, [USER], qs, clients=args.clients, seconds=args.warmup)
-        running = asyncio.create_task(search_throughput(api, [USER], qs, clients=args.clients, seconds=args.seconds))
-        await asyncio.sleep(args.seconds / 3)  # every client's connection open and busy
+    async with AsyncExitStack() as stack:
+        # A connection of its own for each client, on asyncio's streams: the client's CPU comes out of
+        # the two cores the server is measured on, and aiohttp took twice as much a search (bench/client.py).
+        connections = [await stack.enter_async_context(await SearchConnection.open(server.base_url)) for _ in range(args.clients)]
+        hits = min(TOP_K, args.memories)
+        await search_throughput(connections, [USER], qs, clients=args.clients, seconds=args.warmup, hits=hits)
+        running = asyncio.create_task(search_throughput(connections, [USER], qs, clients=args.clients, seconds=args.seconds, hits=hits))
+        await asyncio.sleep(args.seconds / 3)  # every client's connection busy
         spread = split(connection_workers(server))
         throughput = await running
     async with BenchClient(server.base_url, max_connections=1) as api:
@@ -188,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "git_commit": git_commit(), "cpus": os.cpu_count(),
         "embedder": WORDLLAMA.env["CORTADEL_EMBEDDER"], "memories": args.memories, "workers": args.workers, "rounds": args.rounds,
         "baseline": None if args.baseline is None else str(args.baseline),
-        "order": abba(*variants, args.rounds), "clients": args.clients, "warmup_seconds": args.warmup, "seconds_per_run": args.seconds,
+        "order": abba(*variants, args.rounds), "clients": args.clients, "throughput_client": THROUGHPUT_CLIENT,
+        "warmup_seconds": args.warmup, "seconds_per_run": args.seconds,
         "searches": args.searches, "adds": args.adds,
         "command": "python -m bench.perf.workers " + " ".join(argv if argv is not None else sys.argv[1:]),
         "load_average": {"start": load_average()},

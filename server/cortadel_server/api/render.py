@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,10 @@ from cortadel_server.retrieval.search import Hit
 from cortadel_server.storage.base import HistoryEntry, MemoryRecord
 
 
+@functools.lru_cache(maxsize=16_384)
 def iso(ts: float | None) -> str | None:
+    # Cached: the same instants (a memory's created_at) go out search after search, and formatting
+    # one took 1.5 µs, ten a search, against 0.1 µs for a lookup.
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -88,6 +88,8 @@ class TermIndex:
         self._position: dict[str, int] = {}
         self._current = array("b")
         self._length = array("d")
+        #: ``_length`` as numpy for ``best_among``, and how many of its first rows are filled (``_lengths``)
+        self._length_copy: tuple[np.ndarray, int] = (np.empty(0), 0)
         #: each row's ``_signature``: whether a changed row's terms changed (``apply``)
         self._signatures = array("q")
         #: the largest row key (the backend's rowid) held; 0 when rows came without one
@@ -296,7 +298,7 @@ class TermIndex:
         rows = np.frombuffer(gathered_rows, dtype=np.int64)
         freq = np.frombuffer(gathered_freq, dtype=np.float64)
         idf_of = np.repeat(np.array(idfs, dtype=np.float64), hit_counts)
-        length = np.array(self._length, dtype=np.float64)[rows]
+        length = self._lengths(n)[rows]
         terms = idf_of * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length / average)))
         scores = np.bincount(rows, weights=terms, minlength=n)
         # Every term of a row holding one scores above 0 (its IDF is floored above 0): the rows matched.
@@ -312,4 +314,23 @@ class TermIndex:
         gaps = ranked[:-1] - ranked[1:]
         if np.any((gaps > 0) & (gaps <= TIE * ranked[:-1])):
             return None
-        return [(self.ids[i], float(scores[i])) for i in top[:limit]]
+        ids = self.ids
+        return [(ids[i], score) for i, score in zip(top[:limit].tolist(), ranked[:limit].tolist(), strict=True)]
+
+    def _lengths(self, n: int) -> np.ndarray:
+        """Every row's tokens, as numpy, for the first ``n`` rows. The copy grows by the rows
+        appended since (a row's length never changes; a change that drops rows makes a new index),
+        with room to spare: copying the whole array on every lookup was a tenth of one, and a batch
+        write looks up between its appends. Searches call this side by side: an array and the rows
+        filled in it are published together, each pair whole, and two threads filling one slot
+        write the same value."""
+        lengths, filled = self._length_copy
+        if filled < n:
+            if len(lengths) < n:
+                grown = np.empty(max(n, 2 * len(lengths)), dtype=np.float64)
+                grown[:filled] = lengths[:filled]
+                lengths = grown
+            # copied, never a view: an array exporting its buffer cannot grow (an append would fail)
+            lengths[filled:n] = np.array(self._length[filled:n], dtype=np.float64)
+            self._length_copy = (lengths, n)
+        return lengths[:n]

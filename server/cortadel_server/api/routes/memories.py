@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from cortadel_server.api import render, schemas
 from cortadel_server.api.deps import Authorized, QueryUser, QueryUserOrKey, Service
 from cortadel_server.api.errors import error_responses, field_errors, summary
+from cortadel_server.api.json_body import JsonBodyRoute
 from cortadel_server.errors import PayloadTooLarge, ValidationFailed
 from cortadel_server.inputs import parse_instant, parse_memory_id, parse_memory_type, search_filters
 from cortadel_server.pipeline.budget import WriteBudget
@@ -178,13 +179,6 @@ def _conversation_result(outcomes: list[WriteOutcome]) -> schemas.ConversationIn
     return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
 
 
-@router.post(
-    "/search",
-    operation_id="Memories_Search",
-    summary="Search memories with hybrid BM25 + vector retrieval.",
-    response_model=schemas.SearchResponse,
-    responses=ERRORS,
-)
 async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], service: Service) -> JSONResponse:
     mode = body.mode or "hybrid"
     if mode not in RECIPES:
@@ -215,6 +209,19 @@ async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], servi
         ),
     )
     return render.CoreJSONResponse(render.search_response(body.query, hits))
+
+
+# The hot path: its body validated in one pass and the endpoint called directly (api/json_body.py).
+router.add_api_route(
+    "/search",
+    search_memories,
+    methods=["POST"],
+    operation_id="Memories_Search",
+    summary="Search memories with hybrid BM25 + vector retrieval.",
+    response_model=schemas.SearchResponse,
+    responses=ERRORS,
+    route_class_override=JsonBodyRoute,
+)
 
 
 @router.get(
