@@ -12,37 +12,27 @@ test_postgres_text_cache.py; each check compares B with a third opened for the c
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from support.catch_up import (
+    DIM,
+    FILTERS,
+    QUERIES,
+    T0,
+    USER,
+    answers,
+    record,
+    search_while_writing,
+    sentence,
+    unit,
+    write_the_first_rows,
+)
 
-from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, StoredMemory
+from cortadel_server.storage.base import StoredMemory
 from cortadel_server.storage.postgres import PostgresStorage
 from cortadel_server.testing_postgres import scratch_database
-
-T0 = 1_790_000_000.0
-DIM = 8
-USER = "u1"
-NAMES = ["Ana", "Bob", "Caroline", "Dmitri", "Elena", "Farid", "Grace", "Hiro"]
-PLACES = ["Lisbon", "Berlin", "Paris", "Tokyo", "Porto", "Oslo"]
-THINGS = ["coffee", "tea", "pottery", "hiking", "chess", "guitar", "sushi", "yoga"]
-QUERIES = ["coffee", "tea in Lisbon", "Who likes chess and guitar?", "Grace Hiro Porto", "Zanzibar sailing", "Elena moved to Berlin"]
-FILTERS = [MemoryFilters(), MemoryFilters(session_id="s1"), MemoryFilters(include_superseded=True)]
-
-
-def sentence(rng: random.Random) -> str:
-    return f"{rng.choice(NAMES)} likes {rng.choice(THINGS)} and {rng.choice(THINGS)} in {rng.choice(PLACES)}."
-
-
-def unit(rng: random.Random) -> np.ndarray:
-    vector = np.array([rng.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
-    return vector / np.linalg.norm(vector)
-
-
-def record(memory_id: str, text: str, session: str | None, at: float) -> MemoryRecord:
-    return MemoryRecord(id=memory_id, user_id=USER, text=text, created_at=at, fingerprint=f"fp-{memory_id}", session_id=session)
 
 
 @pytest.fixture()
@@ -58,15 +48,6 @@ def replicas(url: str) -> Iterator[tuple[PostgresStorage, PostgresStorage]]:
     yield a, b
     a.close()
     b.close()
-
-
-def answers(store: PostgresStorage, probes: list[np.ndarray]) -> list[list[ScoredId]]:
-    """Every arm that reads the caches, for every probe, query and filter."""
-    found = []
-    for filters in FILTERS:
-        found += [store.vector_search(USER, probe, filters, 25) for probe in probes]
-        found += [store.text_search(USER, query, filters, 25) for query in QUERIES]
-    return found
 
 
 def changed_rows_read(b: PostgresStorage, url: str, probes: list[np.ndarray]) -> tuple[int, int, int]:
@@ -99,9 +80,7 @@ def test_a_replica_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one
     a, b = replicas
     rng = random.Random(11)
     probes = [unit(rng) for _ in range(4)]
-    for i in range(150):
-        a.insert_memory(record(f"m{i}", sentence(rng), f"s{i % 3}" if i % 2 else None, T0 + i), unit(rng))
-    a.insert_memory(record("other", "Ana likes coffee.", None, T0), unit(rng))  # a row of the same user, no session
+    write_the_first_rows(a, rng)
     assert changed_rows_read(b, url, probes) == (151, 151, 2)  # B's first search: every row, once per cache
 
     # inserts through A
@@ -199,30 +178,7 @@ def test_searches_running_while_the_replica_catches_up_see_whole_entries(
     for i in range(300):
         a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
     answers(b, probes)
-    failures: list[BaseException] = []
-    writing = threading.Event()
-    writing.set()
-
-    def search() -> None:
-        while writing.is_set():
-            try:
-                answers(b, probes)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                failures.append(exc)
-                return
-
-    threads = [threading.Thread(target=search) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    try:
-        for i in range(300, 400):
-            a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
-            if i % 10 == 0:
-                a.update_memory(USER, f"m{i - 150}", expired_at=T0 + 1000 + i)
-    finally:
-        writing.clear()
-        for thread in threads:
-            thread.join()
+    failures = search_while_writing(a, b, rng, probes)
     assert failures == []
     assert b.cache_reads["vectors"].catch_ups > 10
     assert changed_rows_read(b, url, probes)[2] == 0
