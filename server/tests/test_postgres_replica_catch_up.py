@@ -30,7 +30,7 @@ from support.catch_up import (
     write_the_first_rows,
 )
 
-from cortadel_server.storage.base import StoredMemory
+from cortadel_server.storage.base import MemoryFilters, StoredMemory
 from cortadel_server.storage.postgres import PostgresStorage
 from cortadel_server.testing_postgres import scratch_database
 
@@ -199,3 +199,41 @@ def test_a_replicas_own_deletions_keep_its_entries_current(
     assert changed_rows_read(a, url, probes) == (0, 0, 0)
     a.delete_memories(USER, ["m4", "m5"])  # m4 in s1: m8's context changes
     assert reads_to_answer(a, url, probes) == (0, 1, 0, 0, 115)
+
+
+def test_a_write_behind_another_replica_reads_the_user_once_and_not_at_every_lookup(
+    replicas: tuple[PostgresStorage, PostgresStorage], url: str
+) -> None:
+    """A batch on B after A wrote, or on a B that never read the user: the first lookup inside the
+    write brings the entries up (one whole read each when nothing is cached), the write's later
+    rows amend them, and B then answers as a fresh process does. Each lookup of a 500-memory batch
+    read the user whole before: minutes of CPU at 2,000 memories. A rollback leaves nothing behind."""
+    a, b = replicas
+    rng = random.Random(19)
+    probes = [unit(rng) for _ in range(4)]
+    write_the_first_rows(a, rng)
+
+    def batch(first: int) -> None:
+        with b.write(USER):
+            for i in range(first, first + 20):
+                b.insert_memory(record(f"b{i}", sentence(rng), "s1" if i % 2 else None, T0 + 1000 + i), unit(rng))
+                b.text_search(USER, sentence(rng), MemoryFilters(), 10)
+                b.vector_search(USER, unit(rng), MemoryFilters(), 10)
+
+    batch(0)  # nothing cached on B: one whole read per cache, then the batch's rows follow
+    assert (b.cache_reads["vectors"].reloads, b.cache_reads["text"].reloads) == (1, 1)
+    assert (b.cache_reads["vectors"].rows, b.cache_reads["text"].rows) == (152, 152)
+    assert changed_rows_read(b, url, probes) == (0, 0, 0)
+
+    a.insert_memory(record("by-a", "Farid goes sailing to Zanzibar.", None, T0 + 2000), probes[0])
+    batch(100)  # behind by A's row: caught up by it (and B's own first row), no whole read
+    assert (b.cache_reads["vectors"].reloads, b.cache_reads["text"].reloads) == (1, 1)
+    assert (b.cache_reads["vectors"].rows, b.cache_reads["text"].rows) == (154, 154)
+    assert changed_rows_read(b, url, probes) == (0, 0, 0)
+
+    with pytest.raises(RuntimeError), b.write(USER):
+        b.insert_memory(record("rolled-back", "Zanzibar, always Zanzibar.", "s1", T0 + 3000), probes[0])
+        assert [hit.id for hit in b.vector_search(USER, probes[0], MemoryFilters(), 1)] == ["rolled-back"]
+        raise RuntimeError("roll back")
+    assert "rolled-back" not in {hit.id for hits in answers(b, probes) for hit in hits}
+    changed_rows_read(b, url, probes)  # and B answers as a fresh process

@@ -926,11 +926,15 @@ class PostgresStorage(Storage):
         dimension, a write between the two statements) or nothing is cached, a new one from all
         their rows. None for a user without a version.
 
-        Inside a write that changed the user, rows may never commit: a new entry is made, not cached.
+        Inside a write that changed the user the view holds rows that may never commit: the entry
+        is cached all the same (as a write-through leaves it), the rest of the write amends it, and
+        a rollback drops it. Left uncached, every lookup of a batch read the user whole.
         """
+        self._settle()  # a pending insert's write-through first: the rows read below hold its row
         tx = self._open_tx()
-        clean = tx is None or user_id not in tx.bumped
-        entry = cache.get(user_id) if clean else None
+        if tx is not None and user_id in tx.bumped:
+            tx.written_through.add(user_id)  # this write's later changes amend the entry
+        entry = cache.get(user_id)
         if entry is not None:
             since = entry.version
             version, unchanged, changed = self._changed_since(user_id, columns, since)
@@ -955,8 +959,7 @@ class PostgresStorage(Storage):
         entry = empty()
         entry.apply(0, changed)
         entry.version = version
-        if clean:
-            cache.put(user_id, entry)
+        cache.put(user_id, entry)
         return entry
 
     def _changed_since(self, user_id: str, columns: str, since: int) -> tuple[int | None, int, list[tuple[Any, ...]]]:
