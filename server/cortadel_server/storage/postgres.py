@@ -412,34 +412,37 @@ class PostgresStorage(Storage):
         """The thread's transaction, else its search snapshot."""
         return self._open_tx() or self._open_snapshot()
 
+    def _opened_for(self, user_id: str | None) -> _Open | None:
+        """The thread's transaction (``user_id``'s turn taken with its next round trip), else its
+        search snapshot; None outside both (a statement runs on a pooled connection, in autocommit)."""
+        opened = self._open()
+        if isinstance(opened, _Transaction) and user_id is not None:
+            self._take_turn(opened, user_id)
+        return opened
+
     @contextmanager
     def _conn(self, user_id: str | None) -> Iterator[psycopg.Connection[Any]]:
-        """The connection to run on, what is pending on it sent: the thread's transaction (taking
-        ``user_id``'s turn first), else its search snapshot's, else a pooled one in autocommit."""
-        opened = self._open()
+        """The connection to run on, what is pending on it sent (``_opened_for``)."""
+        opened = self._opened_for(user_id)
         if opened is None:
             with self._translate(), self._pool.connection() as conn:
                 yield conn
             return
-        if isinstance(opened, _Transaction) and user_id is not None:
-            self._take_turn(opened, user_id)
         with self._translate():
             opened.send()
         yield opened.conn
 
     @contextmanager
     def _cursor(self, user_id: str | None, sql: str, params: Sequence[Any]) -> Iterator[psycopg.Cursor[Any]]:
-        """``sql`` run for ``user_id`` (None: a statement on no user's data) as ``_conn`` would, in
-        the same round trip as what is pending there."""
-        opened = self._open()
-        if opened is None:
-            with self._conn(user_id) as conn, self._translate():
-                yield conn.execute(sql.encode(), params)
-            return
-        if isinstance(opened, _Transaction) and user_id is not None:
-            self._take_turn(opened, user_id)
+        """``sql`` run for ``user_id`` (None: a statement on no user's data) where ``_conn`` would
+        run it, in the same round trip as what is pending there."""
+        opened = self._opened_for(user_id)
         with self._translate():
-            yield opened.send((sql.encode(), params))[0]
+            if opened is None:
+                with self._pool.connection() as conn:
+                    yield conn.execute(sql.encode(), params)
+            else:
+                yield opened.send((sql.encode(), params))[0]
 
     def _take_turn(self, tx: _Transaction, user_id: str) -> None:
         """Take the user's turn with the transaction's next round trip, before its next statement."""
