@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+import apsw
 import pytest
 from support.scripted_openai import Reply, ScriptedOpenAI
 
@@ -142,6 +143,44 @@ def test_enrichment_links_aliases_to_one_entity(writer: Writer, storage: SqliteS
     assert city == {rows["User moved to NYC."].id, rows["User's sister lives in New York City."].id}
     company = {s.id for s in storage.memories_for_entities("u", ["ibm"], MemoryFilters(), 10)}
     assert company == {rows["User works at IBM."].id, rows["User's brother works for International Business Machines."].id}
+
+
+def test_one_run_enriches_a_users_queued_facts_together_and_a_failing_one_on_its_own(
+    writer: Writer, storage: SqliteStorage, tmp_path: Path,
+) -> None:
+    say(writer, "u", "I moved to NYC.", "I work at IBM.", "My sister lives in New York City.")
+    say(writer, "v", "I live in Leeds.")
+    say(writer, "u", "My brother works for International Business Machines.")
+    facts = {m.text: m.id for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    # A database fault on one fact's entity link (a trigger in the file, as a full disk or a bad
+    # page would fail it): the run's shared transaction rolls back, then each fact goes alone.
+    database = apsw.Connection(str(tmp_path / "cortadel.db"))
+    database.execute(
+        "CREATE TRIGGER refuse_link BEFORE INSERT ON memory_entities WHEN NEW.memory_id = ? "
+        "BEGIN SELECT RAISE(ABORT, 'disk says no'); END".replace("?", f"'{facts['User works at IBM.']}'")
+    )
+    assert writer.enricher.run_once() is True
+    status = {m.text: m.extraction_status for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    assert status == {
+        "User moved to NYC.": "done", "User works at IBM.": "pending", "User's sister lives in New York City.": "done",
+        "User's brother works for International Business Machines.": "done",
+    }  # every job of u in one run, v's left for the next
+    assert [m.extraction_status for m in storage.list_memories("v", MemoryFilters(), offset=0, limit=10)[0]] == ["pending"]
+    assert list(database.execute("SELECT user_id, memory_id, status, attempts, last_error FROM jobs ORDER BY id")) == [
+        ("u", facts["User works at IBM."], "queued", 1, "StorageError: database error: disk says no"),
+        ("v", storage.list_memories("v", MemoryFilters(), offset=0, limit=1)[0][0].id, "queued", 0, None),
+    ]
+    city = {s.id for s in storage.memories_for_entities("u", ["new york city"], MemoryFilters(), 10)}
+    assert city == {facts["User moved to NYC."], facts["User's sister lives in New York City."]}
+    database.execute("DROP TRIGGER refuse_link")
+    database.close()
+    later = Enricher(storage, writer.taxonomy, clock=lambda: time.time() + 10)  # past the failed job's back-off
+    while later.run_once():
+        pass
+    # the long name was linked first this time, so it is the canonical one
+    company = {s.id for s in storage.memories_for_entities("u", ["international business machines"], MemoryFilters(), 10)}
+    assert company == {facts["User works at IBM."], facts["User's brother works for International Business Machines."]}
+    assert storage.pending_jobs() == 0
 
 
 def test_interrupted_jobs_run_after_a_restart(writer: Writer, storage: SqliteStorage, clock: Clock) -> None:

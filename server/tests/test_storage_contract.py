@@ -360,6 +360,28 @@ def test_jobs_are_claimed_once_retried_and_taken_over_from_a_dead_claimer(opener
 
 
 # -- deletion ------------------------------------------------------------------------------------
+def test_a_claim_takes_the_oldest_job_with_the_due_ones_of_its_kind_and_user_behind_it(opener: Callable[[], Storage]) -> None:
+    store, other = opener(), opener()
+    for kind, user, memory in [("enrich", "u1", "m1"), ("enrich", "u2", "m2"), ("enrich", "u1", "m3"), ("reconcile", "u1", None),
+                               ("enrich", "u1", "m4"), ("enrich", "u1", "m5"), ("enrich", "u1", "m6")]:
+        store.enqueue_job(kind, user, memory, {"memory": memory})
+    now = time.time() + 1
+    later = store.claim_jobs(now, 1)[0]  # m1, put back for later
+    store.fail_job(later.id, "not yet", retry_at=now + 100)
+    assert [(j.user_id, j.memory_id) for j in store.claim_jobs(now, 3)] == [("u2", "m2")]  # the oldest due, alone of its user
+    claimed = other.claim_jobs(now, 3)
+    assert [(j.kind, j.user_id, j.memory_id, j.payload, j.attempts) for j in claimed] == [
+        ("enrich", "u1", "m3", {"memory": "m3"}, 1), ("enrich", "u1", "m4", {"memory": "m4"}, 1), ("enrich", "u1", "m5", {"memory": "m5"}, 1),
+    ]  # then u1's enrichment in queue order, the reconcile job between them left, m1 not due yet, three at most
+    assert [(j.kind, j.memory_id) for j in store.claim_jobs(now, 10)] == [("reconcile", None)]
+    assert [j.memory_id for j in store.claim_jobs(now, 10)] == ["m6"]  # never a job claimed already
+    assert store.claim_jobs(now, 10) == []
+    store.finish_jobs([j.id for j in claimed])
+    assert [(g.kind, g.status, g.count) for g in store.job_groups()] == [("enrich", "queued", 1), ("enrich", "running", 2), ("reconcile", "running", 1)]
+    assert [(j.memory_id, j.attempts) for j in store.claim_jobs(now + 100, 10)] == [("m1", 2)]
+    other.close()
+
+
 def test_delete_memories_counts_only_the_users_own(store: Storage) -> None:
     _corpus(store)
     assert store.delete_memories("u1", ["a", "other", "missing"]) == 1

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from cortadel_server.language.entities import EntityMention, canonical_entity, find_entities
 from cortadel_server.pipeline.classify import Taxonomy
-from cortadel_server.storage.base import Job, Storage
+from cortadel_server.storage.base import Job, MemoryRecord, Storage
 
 __all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher"]
 
@@ -33,8 +33,8 @@ ENRICH = "enrich"
 MAX_ATTEMPTS = 5
 BASE_DELAY = 2.0
 POLL_SECONDS = 1.0
-
-
+#: jobs of one kind and user a worker claims at once (enrichment: in one transaction)
+CLAIMED_AT_ONCE = 64
 
 
 class Enricher:
@@ -46,7 +46,7 @@ class Enricher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         #: what runs each kind of job; other kinds of background work add theirs (curation/reconcile.py)
-        self.handlers: dict[str, Callable[[Job], None]] = {ENRICH: self._enrich}
+        self.handlers: dict[str, Callable[[Job], None]] = {ENRICH: lambda job: self._enrich([job])}
 
     def start(self) -> None:
         """Requeue jobs that processes now gone left claimed, then work in a daemon thread."""
@@ -79,10 +79,24 @@ class Enricher:
                 self._wake.clear()
 
     def run_once(self) -> bool:
-        """Run the oldest due job, if any. Returns whether there was one."""
-        job = self.storage.claim_job(self.clock())
-        if job is None:
+        """Run the oldest due job, and the due jobs of its kind and user queued behind it (up to
+        ``CLAIMED_AT_ONCE``). Returns whether there was one."""
+        jobs = self.storage.claim_jobs(self.clock(), CLAIMED_AT_ONCE)
+        if not jobs:
             return False
+        if jobs[0].kind == ENRICH and len(jobs) > 1:
+            try:
+                self._enrich(jobs)
+            except Exception as exc:  # noqa: BLE001 - rolled back whole: each job runs alone below, a failure only its own
+                log.warning("enrichment: %d jobs failed together (%s); running each alone", len(jobs), exc)
+            else:
+                self.storage.finish_jobs([job.id for job in jobs])
+                return True
+        for job in jobs:
+            self._run(job)
+        return True
+
+    def _run(self, job: Job) -> None:
         try:
             handler = self.handlers.get(job.kind)
             if handler is None:
@@ -92,28 +106,48 @@ class Enricher:
             self._failed(job, exc)
         else:
             self.storage.finish_job(job.id)
-        return True
 
-    def _enrich(self, job: Job) -> None:
-        if job.memory_id is None:
-            return
-        with self.storage.write():  # one transaction: the fact cannot vanish half-way
-            memory = self.storage.get_memory(job.user_id, job.memory_id)
-            if memory is None:  # deleted before we got to it
-                return
-            known = self.storage.entity_names(job.user_id)
-            mentions = []
-            for mention in find_entities(memory.text):
-                canonical = canonical_entity(mention.name, known)
-                known.setdefault(mention.key, canonical)
-                mentions.append(EntityMention(name=mention.name, kind=mention.kind, key=canonical))
-            self.storage.link_entities(job.user_id, memory.id, mentions)
-            fields: dict[str, object] = {"extraction_status": "done"}
-            detail: dict[str, object] = {"entities": [m.key for m in mentions]}
-            if not memory.categories:
-                fields["categories"] = detail["categories"] = list(self.taxonomy.categorize(memory.text))
-            self.storage.update_memory(job.user_id, memory.id, **fields)
-            self.storage.record_event(job.user_id, memory.id, "ENRICH", self.clock(), detail)
+    def _enrich(self, jobs: Sequence[Job]) -> None:
+        """Link the entities of the jobs' facts (all of one user) and fill in their categories, in
+        one transaction: a fact cannot vanish half-way. One job a transaction, claimed and finished
+        in two more, took three commits and a read of every alias of the user per fact."""
+        user_id = jobs[0].user_id
+        with self.storage.write(user_id):
+            memories = self.storage.get_memories(user_id, [job.memory_id for job in jobs if job.memory_id is not None])
+            known = self.storage.entity_names(user_id)
+            done: set[str] = set()
+            for job in jobs:
+                if job.memory_id is None:
+                    continue
+                # a fact queued twice is read again: the first job changed it
+                memory = self.storage.get_memory(user_id, job.memory_id) if job.memory_id in done else memories.get(job.memory_id)
+                if memory is None:  # deleted before we got to it
+                    continue
+                known = self._link(memory, known)
+                done.add(memory.id)
+
+    def _link(self, memory: MemoryRecord, known: dict[str, str]) -> dict[str, str]:
+        """Enrich one fact against ``known`` (``Storage.entity_names``); returns it as it stands after."""
+        found = find_entities(memory.text)
+        # A fact's own mentions resolve its later ones: on a copy, as the next fact reads the aliases stored.
+        seen = dict(known) if len(found) > 1 else known
+        mentions = []
+        for mention in found:
+            canonical = canonical_entity(mention.name, seen)
+            if len(found) > 1:
+                seen.setdefault(mention.key, canonical)
+            mentions.append(EntityMention(name=mention.name, kind=mention.kind, key=canonical))
+        self.storage.link_entities(memory.user_id, memory.id, mentions)
+        fields: dict[str, object] = {"extraction_status": "done"}
+        detail: dict[str, object] = {"entities": [m.key for m in mentions]}
+        if not memory.categories:
+            fields["categories"] = detail["categories"] = list(self.taxonomy.categorize(memory.text))
+        self.storage.update_memory(memory.user_id, memory.id, **fields)
+        self.storage.record_event(memory.user_id, memory.id, "ENRICH", self.clock(), detail)
+        # link_entities stores each mention under its canonical name and its own, lower-cased: a
+        # new one is read back, in the order the next fact's lookup would have read it alone.
+        stored = all(known.get(alias) == m.key for m in mentions for alias in (m.key.lower(), m.name.lower()))
+        return known if stored else self.storage.entity_names(memory.user_id)
 
     def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"

@@ -270,7 +270,7 @@ class Storage(abc.ABC):
 
     **Tenancy.** Every method that reads or writes a user's data takes that ``user_id`` and filters
     every statement on it, joins included; no method returns or changes a row of another user. The
-    only cross-user operations are the job queue (``claim_job`` and ``requeue_running_jobs`` take
+    only cross-user operations are the job queue (``claim_jobs`` and ``requeue_running_jobs`` take
     any user's job, which then names its user), the index maintenance of the vectors section and
     ``user_summaries`` (the admin's overview of every user).
 
@@ -463,9 +463,15 @@ class Storage(abc.ABC):
     def enqueue_job(self, kind: str, user_id: str, memory_id: str | None, payload: dict[str, Any]) -> None: ...
 
     @abc.abstractmethod
-    def claim_job(self, now: float) -> Job | None:
-        """Take the oldest due job, or one whose claiming process is gone; it stays claimed, by this
+    def claim_jobs(self, now: float, limit: int) -> list[Job]:
+        """Take the oldest due job, or one whose claiming process is gone, and up to ``limit - 1``
+        more due jobs of its kind and user, in queue order (none: []). Each stays claimed, by this
         process, until finished or failed, or until this process ends."""
+
+    def claim_job(self, now: float) -> Job | None:
+        """``claim_jobs`` of one job."""
+        jobs = self.claim_jobs(now, 1)
+        return jobs[0] if jobs else None
 
     @abc.abstractmethod
     def requeue_running_jobs(self) -> int:
@@ -480,7 +486,11 @@ class Storage(abc.ABC):
         return True
 
     @abc.abstractmethod
-    def finish_job(self, job_id: int) -> None: ...
+    def finish_jobs(self, job_ids: Sequence[int]) -> None:
+        """The jobs are done: they leave the queue."""
+
+    def finish_job(self, job_id: int) -> None:
+        self.finish_jobs([job_id])
 
     @abc.abstractmethod
     def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:

@@ -1156,28 +1156,38 @@ class PostgresStorage(Storage):
             (kind, user_id, memory_id, Jsonb(payload), now, now),
         )
 
-    def claim_job(self, now: float) -> Job | None:
+    def claim_jobs(self, now: float, limit: int) -> list[Job]:
         self._stay_alive()  # or a job this process claims would look orphaned at once
-        # SKIP LOCKED: replicas claiming at once each take a different job, none waits. A job
+        # SKIP LOCKED: replicas claiming at once each take different jobs, none waits. A job
         # whose claimer died is taken over, never lost.
-        rows = self._rows(
+        claimed = "RETURNING id, kind, user_id, memory_id, payload, attempts, run_after"
+        first = self._rows(
             None,
             "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = %s WHERE id = ("
             "  SELECT id FROM jobs WHERE (status = 'queued' AND run_after <= %s) OR (" + _ORPHANED + ")"
             "  ORDER BY run_after, id LIMIT 1 FOR UPDATE SKIP LOCKED"
-            ") RETURNING id, kind, user_id, memory_id, payload, attempts",
+            ") " + claimed,
             (self.claimer, now),
         )
-        if not rows:
-            return None
-        job_id, kind, user_id, memory_id, payload, attempts = rows[0]
-        return Job(job_id, kind, user_id, memory_id, payload, attempts)
+        if not first:
+            return []
+        _, kind, user_id, *_ = first[0]
+        more = self._rows(
+            None,
+            "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = %s WHERE id IN ("
+            "  SELECT id FROM jobs WHERE status = 'queued' AND run_after <= %s AND user_id = %s AND kind = %s"
+            "  ORDER BY run_after, id LIMIT %s FOR UPDATE SKIP LOCKED"
+            ") " + claimed,
+            (self.claimer, now, user_id, kind, limit - 1),
+        ) if limit > 1 else []
+        rows = [first[0], *sorted(more, key=lambda row: (row[6], row[0]))]  # RETURNING keeps no order
+        return [Job(job_id, kind, user_id, memory_id, payload, attempts) for job_id, kind, user_id, memory_id, payload, attempts, _ in rows]
 
     def requeue_running_jobs(self) -> int:
         return self._count(None, "UPDATE jobs SET status = 'queued', claimed_by = NULL WHERE " + _ORPHANED)
 
-    def finish_job(self, job_id: int) -> None:
-        self._rows(None, "DELETE FROM jobs WHERE id = %s", (job_id,))
+    def finish_jobs(self, job_ids: Sequence[int]) -> None:
+        self._rows(None, "DELETE FROM jobs WHERE id = ANY(%s)", (list(job_ids),))
 
     def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
         if retry_at is None:

@@ -1227,22 +1227,25 @@ class SqliteStorage(Storage):
         with self.write():
             self._defer(_INSERT_JOB, (kind, user_id, memory_id, json.dumps(payload), now, now))
 
-    def claim_job(self, now: float) -> Job | None:
+    def claim_jobs(self, now: float, limit: int) -> list[Job]:
         with self.write():
             self._requeue_orphans()  # a job of a process that died is due again, as PostgreSQL's replicas take it over
-            rows = self._rows(
-                "SELECT id, kind, user_id, memory_id, payload, attempts FROM jobs "
-                "WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 1",
+            first = self._rows(
+                "SELECT kind, user_id FROM jobs WHERE status = 'queued' AND run_after <= ? ORDER BY run_after, id LIMIT 1",
                 (now,),
             )
-            if not rows:
-                return None
-            job_id, kind, user_id, memory_id, payload, attempts = rows[0]
-            self._exec(
-                "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = ? WHERE id = ?",
-                (self._claimer.name, job_id),
+            if not first:
+                return []
+            kind, user_id = first[0]
+            # The oldest due job is the first of its kind and user in queue order, so it is among them.
+            rows = self._rows(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, claimed_by = ? WHERE id IN ("
+                "SELECT id FROM jobs WHERE status = 'queued' AND run_after <= ? AND user_id = ? AND kind = ? "
+                "ORDER BY run_after, id LIMIT ?) RETURNING id, kind, user_id, memory_id, payload, attempts, run_after",
+                (self._claimer.name, now, user_id, kind, limit),
             )
-            return Job(job_id, kind, user_id, memory_id, json.loads(payload), attempts + 1)
+        rows.sort(key=lambda row: (row[6], row[0]))  # RETURNING keeps no order
+        return [Job(job_id, kind, user_id, memory_id, json.loads(payload), attempts) for job_id, kind, user_id, memory_id, payload, attempts, _ in rows]
 
     def requeue_running_jobs(self) -> int:
         """Jobs claimed by a process that is gone go back to the queue, and this storage's own (its
@@ -1264,9 +1267,9 @@ class SqliteStorage(Storage):
     def holds_background_duty(self) -> bool:
         return self._claimer.holds_duty(BACKGROUND_DUTY)
 
-    def finish_job(self, job_id: int) -> None:
+    def finish_jobs(self, job_ids: Sequence[int]) -> None:
         with self.write():
-            self._exec("DELETE FROM jobs WHERE id = ?", (job_id,))
+            self._exec("DELETE FROM jobs WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(list(job_ids)),))
 
     def fail_job(self, job_id: int, error: str, retry_at: float | None) -> None:
         with self.write():
