@@ -9,67 +9,19 @@ statement dated before the current fact is stored as a past version between its 
 from __future__ import annotations
 
 import random
-import threading
 from datetime import UTC, datetime
-from typing import Any
 
 import httpx
-
-CITIES = ["Berlin", "Paris", "Oslo", "Rome", "Lisbon", "Vienna", "Prague", "Madrid", "Dublin", "Warsaw",
-          "Athens", "Zurich", "Lyon", "Porto", "Milan", "Munich", "Bergen", "Ghent", "Turin", "Krakow"]
-BASE = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
-DAY = 86_400
-
-
-def add_all_at_once(api: httpx.Client, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    start = threading.Barrier(len(bodies))
-    results: list[dict[str, Any] | None] = [None] * len(bodies)
-
-    def add(i: int) -> None:
-        start.wait()
-        response = api.post("/api/v1/memories", json=bodies[i])
-        assert response.status_code == 200, response.text
-        results[i] = response.json()
-
-    threads = [threading.Thread(target=add, args=(i,)) for i in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert all(r is not None for r in results)
-    return [r for r in results if r is not None]
-
-
-def versions(api: httpx.Client, user: str) -> list[dict[str, Any]]:
-    response = api.get("/api/v1/memories", params={"user_id": user, "include_superseded": "true", "size": 100})
-    assert response.status_code == 200, response.text
-    return response.json()["items"]
-
-
-def homes_as_of(api: httpx.Client, user: str, instant: str) -> list[str]:
-    response = api.get("/api/v1/memories", params={"user_id": user, "as_of": instant, "size": 100})
-    assert response.status_code == 200, response.text
-    return sorted(item["content"] for item in response.json()["items"])
-
-
-def seconds(iso: str) -> float:
-    return datetime.fromisoformat(iso).timestamp()
-
-
-def check_one_home_at_every_instant(api: httpx.Client, user: str, rows: list[dict[str, Any]]) -> None:
-    assert len(rows) == 20
-    assert sorted(r["content"] for r in rows) == sorted(f"User lives in {c}." for c in CITIES)
-    current = [r for r in rows if r["is_current"]]
-    assert len(current) == 1
-    assert current[0]["invalid_at"] is None and current[0]["state"] == "active"
-    backwards = [r for r in rows if r["invalid_at"] is not None and seconds(r["invalid_at"]) < seconds(r["valid_at"])]
-    assert backwards == []
-    for row in rows:  # at each version's start and just before it, exactly one home was true
-        for instant in (seconds(row["valid_at"]), seconds(row["valid_at"]) - 0.0005):
-            at = datetime.fromtimestamp(instant, UTC).isoformat()
-            homes = homes_as_of(api, user, at)
-            assert len(homes) <= 1, (at, homes)
-    assert homes_as_of(api, user, datetime.fromtimestamp(seconds(current[0]["valid_at"]) + 1, UTC).isoformat()) == [current[0]["content"]]
+from support.timeline import (
+    BASE,
+    CITIES,
+    DAY,
+    add_all_at_once,
+    check_one_home_at_every_instant,
+    homes_as_of,
+    seconds,
+    versions,
+)
 
 
 def test_twenty_concurrent_moves_leave_one_home_and_no_backward_interval(api: httpx.Client, user: str) -> None:

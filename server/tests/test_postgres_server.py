@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
+from support.timeline import CITIES, add_all_at_once, check_one_home_at_every_instant, seconds, versions
 
+from cortadel_server.storage.postgres import PostgresStorage
 from cortadel_server.testing import ServerProcess
 from cortadel_server.testing_postgres import postgres_server, scratch_database
 
@@ -86,7 +88,7 @@ FACTS = [  # (fact, a query that finds it)
 def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServerProcess]]:
     url = scratch_database("replicas")
     folder = tmp_path_factory.mktemp("replicas")
-    servers = [ServerProcess(folder / f"unused-{i}.db", database_url=url) for i in range(2)]
+    servers = [ServerProcess(folder / f"unused-{i}.db", database_url=url) for i in range(3)]
     try:
         for server in servers:
             server.start()
@@ -97,7 +99,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServerPr
 
 
 def test_a_write_through_one_replica_is_found_through_the_other_at_once(replicas: list[ServerProcess]) -> None:
-    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas)
+    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas[:2])
     with a, b:
         for text, query in FACTS:
             added = a.post("/api/v1/memories", json={"user_id": "shared", "text": text, "infer": False})
@@ -110,20 +112,78 @@ def test_a_write_through_one_replica_is_found_through_the_other_at_once(replicas
         assert listed.json()["total"] == 5
 
 
-def test_identical_concurrent_adds_over_two_replicas_leave_one_row(replicas: list[ServerProcess]) -> None:
-    body = {"user_id": "racer", "text": "My locker code is 4471."}
+@pytest.fixture()
+def clients(replicas: list[ServerProcess]) -> Iterator[list[httpx.Client]]:
+    """A client of each replica."""
+    opened = [httpx.Client(base_url=s.base_url, timeout=60) for s in replicas]
+    yield opened
+    for client in opened:
+        client.close()
 
-    def add(i: int) -> tuple[int, str]:
-        response = httpx.post(f"{replicas[i % 2].base_url}/api/v1/memories", json=body, timeout=60)
-        return response.status_code, response.json()["event"]
 
-    with ThreadPoolExecutor(20) as pool:
-        outcomes = list(pool.map(add, range(20)))
-    assert sorted(outcomes) == [(200, "ADD")] + [(200, "SKIP_DUPLICATE")] * 19
+def test_twenty_identical_concurrent_adds_over_three_replicas_leave_one_row(
+    replicas: list[ServerProcess], clients: list[httpx.Client],
+) -> None:
+    outcomes = add_all_at_once(clients, [{"user_id": "racer", "text": "My locker code is 4471."}] * 20)
+    assert sorted(r["event"] for r in outcomes) == ["ADD"] + ["SKIP_DUPLICATE"] * 19
+    assert len({r["id"] for r in outcomes}) == 1  # every answer names the one row
     for server in replicas:
         listed = httpx.get(f"{server.base_url}/api/v1/memories", params={"user_id": "racer"}, timeout=30).json()
         assert listed["total"] == 1
         assert listed["items"][0]["content"] == "User's locker code is 4471."
+
+
+def test_twenty_concurrent_moves_over_three_replicas_leave_one_home_and_one_chain(clients: list[httpx.Client]) -> None:
+    results = add_all_at_once(clients, [{"user_id": "mover", "text": f"I live in {city}."} for city in CITIES])
+    assert sorted(r["event"] for r in results) == ["ADD"] + ["SUPERSEDE"] * 19
+    for client in clients:  # every replica reads the one timeline
+        rows = versions(client, "mover")
+        check_one_home_at_every_instant(client, "mover", rows)
+        # The writes took the user's turn one after another: each version ends where the next begins.
+        chain = sorted(rows, key=lambda r: seconds(r["valid_at"]))
+        assert [r["invalid_at"] for r in chain[:-1]] == [r["valid_at"] for r in chain[1:]]
+
+
+CLAIM_AND_HANG = """
+import sys, time
+from cortadel_server.storage.postgres import PostgresStorage
+store = PostgresStorage(sys.argv[1])
+store.enqueue_job("enrich", sys.argv[2], sys.argv[3], {})
+job = store.claim_job(time.time() + 1)
+print(job.id if job is not None else "", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_job_of_a_replica_killed_mid_job_is_run_by_another_once(replicas: list[ServerProcess], clients: list[httpx.Client]) -> None:
+    added = clients[0].post("/api/v1/memories", json={"user_id": "claims", "text": "I moved to Leeds.", "infer": False}).json()
+    url = replicas[0].database_url
+    assert url is not None
+    storage = PostgresStorage(url)
+    try:
+        # A fourth server process claims an enrichment of the memory and hangs holding it: mid-job.
+        while True:
+            claimer = subprocess.Popen([sys.executable, "-c", CLAIM_AND_HANG, url, "claims", added["id"]],
+                                       stdout=subprocess.PIPE, text=True)
+            assert claimer.stdout is not None
+            job_id = claimer.stdout.readline().strip()
+            if job_id:
+                break
+            claimer.kill()  # a replica's worker took the job between the enqueue and the claim: again
+            claimer.communicate()
+        time.sleep(2.5)  # the replicas look for work every second: none takes a live claimer's job
+        assert storage.job_groups()[0].status == "running"
+        assert [h.event for h in storage.history("claims", added["id"])] == ["ADD"]
+        claimer.kill()
+        claimer.communicate()
+        deadline = time.monotonic() + 30
+        while storage.pending_jobs():
+            assert time.monotonic() < deadline, "no replica took over the killed process's job"
+            time.sleep(0.1)
+        enriched = [h.detail for h in storage.history("claims", added["id"]) if h.event == "ENRICH"]
+        assert enriched == [{"entities": ["leeds"], "categories": ["personal"]}]  # run once, by one replica
+    finally:
+        storage.close()
 
 
 def vector_hits(client: httpx.Client, user_id: str, query: str) -> list[tuple[str, str]]:
@@ -136,7 +196,7 @@ def vector_hits(client: httpx.Client, user_id: str, query: str) -> list[tuple[st
 def test_a_replica_searching_vectors_in_process_sees_the_other_replicas_writes(replicas: list[ServerProcess]) -> None:
     # B caches the user's vectors at its first search; every later write goes through A, so B
     # finds them only if it notices the user's version moved and reloads.
-    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas)
+    a, b = (httpx.Client(base_url=s.base_url, timeout=30) for s in replicas[:2])
     with a, b:
         ids = []
         for text, _ in FACTS[:3]:
