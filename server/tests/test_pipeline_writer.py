@@ -15,6 +15,7 @@ import pytest
 from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.config import Settings
+from cortadel_server.errors import StorageError
 from cortadel_server.pipeline.enrich import MAX_ATTEMPTS, Enricher
 from cortadel_server.pipeline.llm import LlmJudge
 from cortadel_server.pipeline.rules import RulesExtractor
@@ -181,6 +182,27 @@ def test_one_run_enriches_a_users_queued_facts_together_and_a_failing_one_on_its
     company = {s.id for s in storage.memories_for_entities("u", ["international business machines"], MemoryFilters(), 10)}
     assert company == {facts["User works at IBM."], facts["User's brother works for International Business Machines."]}
     assert storage.pending_jobs() == 0
+
+
+def test_jobs_whose_end_the_database_failed_to_record_are_run_again_once_it_answers(
+    writer: Writer, storage: SqliteStorage, tmp_path: Path,
+) -> None:
+    say(writer, "u", "I moved to NYC.", "I work at IBM.")
+    facts = {m.text: m.id for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    database = apsw.Connection(str(tmp_path / "cortadel.db"))
+    database.execute("CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    with pytest.raises(StorageError, match="disk says no"):
+        writer.enricher.run_once()  # the facts' enrichment committed; finishing their jobs failed
+    assert list(database.execute("SELECT status, attempts FROM jobs")) == [("running", 1), ("running", 1)]
+    database.execute("DROP TRIGGER keep_jobs")
+    database.close()
+    # Still claimed by this live process, so no other worker would take them: this one queues them again.
+    assert writer.enricher.run_once() is True
+    assert storage.pending_jobs() == 0
+    for memory_id in facts.values():  # run twice: the second time finds the same entities
+        entities = [h.detail["entities"] for h in storage.history("u", memory_id) if h.event == "ENRICH"]
+        assert len(entities) == 2 and entities[0] == entities[1]
+    assert {s.id for s in storage.memories_for_entities("u", ["ibm"], MemoryFilters(), 10)} == {facts["User works at IBM."]}
 
 
 def test_interrupted_jobs_run_after_a_restart(writer: Writer, storage: SqliteStorage, clock: Clock) -> None:

@@ -47,6 +47,8 @@ class Enricher:
         self._thread: threading.Thread | None = None
         #: what runs each kind of job; other kinds of background work add theirs (curation/reconcile.py)
         self.handlers: dict[str, Callable[[Job], None]] = {ENRICH: lambda job: self._enrich([job])}
+        #: jobs this worker claimed whose end it has not recorded yet (``_requeue_unsettled``)
+        self._unsettled: dict[int, Job] = {}
 
     def start(self) -> None:
         """Requeue jobs that processes now gone left claimed, then work in a daemon thread."""
@@ -81,9 +83,11 @@ class Enricher:
     def run_once(self) -> bool:
         """Run the oldest due job, and the due jobs of its kind and user queued behind it (up to
         ``CLAIMED_AT_ONCE``). Returns whether there was one."""
+        self._requeue_unsettled()
         jobs = self.storage.claim_jobs(self.clock(), CLAIMED_AT_ONCE)
         if not jobs:
             return False
+        self._unsettled = {job.id: job for job in jobs}
         if jobs[0].kind == ENRICH and len(jobs) > 1:
             try:
                 self._enrich(jobs)
@@ -91,10 +95,20 @@ class Enricher:
                 log.warning("enrichment: %d jobs failed together (%s); running each alone", len(jobs), exc)
             else:
                 self.storage.finish_jobs([job.id for job in jobs])
+                self._unsettled = {}
                 return True
         for job in jobs:
             self._run(job)
+            del self._unsettled[job.id]
         return True
+
+    def _requeue_unsettled(self) -> None:
+        """Queue again, due now, the jobs a run left claimed when the database failed under it
+        before their end was recorded: only this process's end would free them otherwise. A job
+        whose work had committed runs again (enrichment twice is the same enrichment)."""
+        for job_id in list(self._unsettled):
+            self.storage.fail_job(job_id, "requeued: the database failed before the job's end was recorded", self.clock())
+            del self._unsettled[job_id]
 
     def _run(self, job: Job) -> None:
         try:
