@@ -148,7 +148,7 @@ class Enricher:
         mentions = []
         for mention in found:
             canonical = canonical_entity(mention.name, seen)
-            if len(found) > 1:
+            if seen is not known:
                 seen.setdefault(mention.key, canonical)
             mentions.append(EntityMention(name=mention.name, kind=mention.kind, key=canonical))
         self.storage.link_entities(memory.user_id, memory.id, mentions)
