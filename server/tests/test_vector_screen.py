@@ -3,9 +3,9 @@
 A batch screens every query against the stored rows with one BLAS product per block of queries
 (``UserVectors.screen``); each lookup then scores exactly only what the screen kept and the rows
 the write appended since (``UserVectors.nearest_screened``). The hits must be those of
-``UserVectors.nearest`` at that moment, ids and scores, while rows are appended, ended, deleted
-and made current again between the lookups — with exact duplicates (ties) and near-duplicates
-(scores a rounding apart) among the rows.
+``UserVectors.nearest`` at that moment, ids, scores and order, while rows are appended, ended,
+deleted and made current again between the lookups — with exact duplicates (ties) and
+near-duplicates (scores a rounding apart) among the rows.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ def stored_rows(rng: np.random.Generator, count: int) -> np.ndarray:
     return rows
 
 
-def hits(found: list) -> set[tuple[str, float]]:
-    return {(hit.id, hit.score) for hit in found}
+def hits(found: list) -> list[tuple[str, float]]:
+    return [(hit.id, hit.score) for hit in found]
 
 
 def test_screened_lookups_give_the_full_scans_hits_while_the_write_changes_rows() -> None:
@@ -55,9 +55,28 @@ def test_screened_lookups_give_the_full_scans_hits_while_the_write_changes_rows(
             entry.set_current(found[0].id, False)
         if at % 7 == 0 and len(found) > 1:
             entry.remove([found[1].id])
-    # The screen answered nearly every lookup itself; ties at the last place went to the full scan.
-    assert 0 < screen.fallbacks < len(queries) // 4
+    # The screen answered every lookup itself, ties at the last place included (the copies make them).
+    assert screen.fallbacks == 0
     assert entry.n == count + appended
+
+
+def test_rows_tied_at_the_last_place_are_taken_in_row_order() -> None:
+    rng = np.random.default_rng(5)
+    rows = unit(rng.standard_normal((SCREEN_MIN_ROWS, DIM)))
+    same = rows[0].copy()
+    for at in (900, 40, 700, 310, 5):  # five identical rows; the query finds them first, four places left
+        rows[at] = same
+    rows[0] = unit(same[None, :] + 1e-3 * rng.standard_normal((1, DIM)).astype(np.float32))[0]
+    entry = UserVectors(1, DIM, list(range(1, len(rows) + 1)), [f"m{i}" for i in range(len(rows))], rows, [True] * len(rows))
+    found = entry.nearest(same, 4)
+    assert [hit.id for hit in found] == ["m5", "m40", "m310", "m700"]
+    assert len({hit.score for hit in found}) == 1
+    screen = entry.screen(np.stack([same, same]), 4)
+    assert screen is not None
+    entry.set_current("m40", False)  # the write ended one between the screen and the lookup
+    assert hits(entry.nearest_screened(screen, 1)) == hits(entry.nearest(same, 4))
+    assert [hit.id for hit in entry.nearest_screened(screen, 1)] == ["m5", "m310", "m700", "m900"]
+    assert screen.fallbacks == 0
 
 
 def test_a_row_current_again_or_another_entry_sends_the_lookups_to_the_full_scan() -> None:

@@ -183,9 +183,7 @@ class UserVectors:
                 return []
             scores = cosine(self.matrix[: self.n], np.asarray(vector, dtype=np.float32))
             scores[~mask] = -np.inf
-            k = min(limit, count)
-            top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
+            top = best_rows(scores, min(limit, count))
             # As Python ints and floats at once: indexing numpy scalars one by one cost 1 µs a hit.
             ids = self.ids
             return [ScoredId(ids[i], score) for i, score in zip(top.tolist(), scores[top].tolist(), strict=True)]
@@ -200,30 +198,23 @@ class UserVectors:
             return VectorScreen(self, np.ascontiguousarray(queries, dtype=np.float32), limit)
 
     def nearest_screened(self, screen: VectorScreen, at: int) -> list[ScoredId]:
-        """``nearest(screen.queries[at], screen.limit)`` as it answers now, in another order where
-        scores tie (the same hits with the same scores): the rows the screen kept for the query and
-        the rows appended since are scored exactly as ``nearest`` scores them, every other row is
-        provably below the ``limit``-th best (``VectorScreen``). ``nearest`` answers itself when
-        the screen cannot tell (it was made of another entry, rows changed, a tie at the last place)."""
+        """``nearest(screen.queries[at], screen.limit)`` as it answers now, the same hits in the same
+        order: the rows the screen kept for the query and the rows appended since are scored exactly
+        as ``nearest`` scores them, every other row is provably below the ``limit``-th best
+        (``VectorScreen``), so every row tied with the last place is among them and ``best_rows``
+        picks the same ones. ``nearest`` answers itself when the screen cannot tell (it was made of
+        another entry, rows changed, too many rows within its margin)."""
         query, limit = screen.queries[at], screen.limit
         with self._lock:
             kept = screen.candidates(self, at)
             if kept is not None:
                 start = screen.rows
                 appended = np.flatnonzero(self.current[start: self.n])
-                rows = np.concatenate([kept, appended + start])
+                rows = np.concatenate([np.sort(kept), appended + start])  # in row order, as best_rows wants them
                 # Row by row the same float32 sums as nearest's scan of the whole matrix.
-                scores = np.concatenate([cosine(self.matrix[kept], query), cosine(self.matrix[start: self.n], query)[appended]])
-                if len(scores) > limit:
-                    ranked = np.argpartition(-scores, limit)
-                    top = ranked[:limit]
-                    # Which of two equal scores at the last place nearest() keeps is its partition's
-                    # choice: it answers those.
-                    decided = scores[top].min() != scores[ranked[limit]]
-                else:
-                    top, decided = np.arange(len(scores)), True
-                if decided and np.isfinite(scores).all():
-                    top = top[np.argsort(-scores[top], kind="stable")]
+                scores = np.concatenate([cosine(self.matrix[rows[: len(kept)]], query), cosine(self.matrix[start: self.n], query)[appended]])
+                if np.isfinite(scores).all():
+                    top = best_rows(scores, min(limit, len(scores)))
                     ids = self.ids
                     return [ScoredId(ids[i], s) for i, s in zip(rows[top].tolist(), scores[top].tolist(), strict=True)]
             screen.fallbacks += 1
@@ -349,6 +340,23 @@ class VectorScreen:
         norms = np.sqrt(np.einsum("ij,ij->i", block, block, dtype=np.float64)) * 1.001
         for j in range(len(block)):
             self._kept[start + j] = (top[j], scores[j], float(left_out[j]), self._bound * float(norms[j]))
+
+
+def best_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """The indexes of the ``k`` highest ``scores``, best first, equal scores in index order, at the
+    last place too: of rows tied there, the first ones. A partition alone keeps whichever tied rows
+    it meets (templated texts embed to identical vectors), and a screened lookup could not tell
+    which; with the rule it keeps the same ones as the full scan."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    top = np.argpartition(-scores, k - 1)[:k]
+    edge = scores[top].min()
+    tied = np.flatnonzero(scores == edge)
+    if len(tied) > np.count_nonzero(scores[top] == edge):  # the partition chose among them
+        top = np.concatenate([np.flatnonzero(scores > edge), tied])[:k]
+    else:
+        top.sort()
+    return top[np.argsort(-scores[top], kind="stable")]
 
 
 def _floats(blob: bytes, rows: int, dim: int) -> np.ndarray:
