@@ -239,7 +239,28 @@ def _sessions(store: SqliteStorage, query: str, limit: int) -> tuple[list[tuple[
     return ranked, [(s.id, s.score) for s in store._fts5_session_search("alice", query, limit)]
 
 
-def test_sessions_rank_as_fts5_ranks_them_and_a_write_leaves_the_index_behind(store: SqliteStorage) -> None:
+def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
+    """``TermIndex.extend``: the terms and pairs appended, the pair across the join, the length."""
+    first = [["kenji", "s", "sister"], ["tom", "like", "tea"], ["ana"]]
+    added = [["s", "cat", "tea", "tea"], ["ana", "s", "sister"], []]
+    extended = TermIndex(1, [(f"d{i}", words, [], True) for i, words in enumerate(first)], context_weight=0.3)
+    for i, words in enumerate(added):
+        extended.extend(f"d{i}", first[i][-1], words)
+    whole = TermIndex.load(1, [(f"d{i}", a + b, [], True) for i, (a, b) in enumerate(zip(first, added, strict=True))],
+                           context_weight=0.3)
+    for index in (extended, whole):
+        index.best([["tea"]], lambda _: Totals(3, 20), limit=3)  # fills the copy of the lengths
+    assert extended._terms.keys() == whole._terms.keys() and extended._pairs.keys() == whole._pairs.keys()
+    for key in [*whole._terms, *whole._pairs]:
+        mine = extended._terms.get(key) or extended._pairs[key]
+        theirs = whole._terms.get(key) or whole._pairs[key]
+        assert (list(mine.rows), list(mine.freq)) == (list(theirs.rows), list(theirs.freq)), key
+    assert list(extended._length) == list(whole._length) == [7.0, 6.0, 1.0]
+    for phrases in ([["tea"]], [["sister"], ["ana"]], [["kenji", "s"]], [["sister", "s"]], [["ana", "s"]]):
+        assert extended.best(phrases, lambda _: Totals(3, 20), limit=3) == whole.best(phrases, lambda _: Totals(3, 20), limit=3)
+
+
+def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_index_current(store: SqliteStorage) -> None:
     ties = 0
     for query in QUERIES:
         for limit in (3, 200):
@@ -257,11 +278,35 @@ def test_sessions_rank_as_fts5_ranks_them_and_a_write_leaves_the_index_behind(st
     sister = _sessions(store, "sister", 200)[0]
     assert {session_id for session_id, _ in sister} == {f"alice-s{i // 3}" for i, text in enumerate(_texts(300)) if "sister" in text}
 
-    # A write grows a document: the index is no longer current, FTS5 answers until it is loaded again.
+    # Writes grow documents (one that existed, alice-s99, and a new one, alice-s100), end facts and
+    # add members: the same entry follows them, without a load, and still ranks as FTS5 does.
+    loaded = store._sessions.current("alice", store.user_version("alice"))
     with store.write("alice"):
-        _insert(store, "alice", ["Kenji's sister moved to Zanzibar."], 300)
+        store.insert_memory(
+            MemoryRecord(id="alice-late", user_id="alice", text="Kenji's sister moved to Zanzibar.", created_at=1e9 + 400,
+                         fingerprint="late", session_id="alice-s99"),
+            np.ones(4, dtype=np.float32) / 2,
+        )
+    with store.write("alice"):
+        _insert(store, "alice", ["Tom's sister moved to Zanzibar too.", "Zanzibar sister Zanzibar."], 300)
+        store.update_memory("alice", "alice-297", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
+    sessions = store._sessions.current("alice", store.user_version("alice"))
+    assert sessions is loaded and sessions.terms.n == 101
+    for query in [*QUERIES, "Zanzibar sister", "Zanzibar", "moved to Zanzibar", "sister moved", "Zanzibar Tom's"]:
+        for limit in (3, 200):
+            ranked, fts5 = _sessions(store, query, limit)
+            assert ranked == fts5, (query, limit)
+    assert [session_id for session_id, _ in _sessions(store, "Zanzibar", 3)[0]] == ["alice-s100", "alice-s99"]
+    with store.write("alice"):  # inside a write: the query
+        queried = store.session_members("alice", ["alice-s99", "alice-s100"], MemoryFilters())
+    assert store.session_members("alice", ["alice-s99", "alice-s100"], MemoryFilters()) == queried == {
+        "alice-s99": ["alice-298", "alice-299", "alice-late"],
+        "alice-s100": ["alice-300", "alice-301"],
+    }
+    assert store._sessions.current("alice", store.user_version("alice")) is loaded
+    # A fact current again must take its place among its session's members: the entry is left behind.
+    store.update_memory("alice", "alice-297", state="active", expired_at=None, invalid_at=None)
     assert store._sessions.current("alice", store.user_version("alice")) is None
-    assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
     ranked, fts5 = _sessions(store, "Zanzibar sister", 200)
     assert ranked == fts5 and ranked[0][0] == "alice-s100"
 

@@ -84,6 +84,7 @@ from cortadel_server.storage.sqlite_terms import UserTerms, register
 from cortadel_server.storage.term_index import TermIndex, Totals
 from cortadel_server.storage.vector_cache import (
     CacheReads,
+    Change,
     ChangedRow,
     UserVectors,
     VectorCache,
@@ -95,17 +96,79 @@ from cortadel_server.storage.vector_cache import (
 
 class _Sessions:
     """One user's session documents as terms (a row a document, in rowid order: FTS5's order of
-    ties) and each session's current members in write order, at one user version."""
+    ties) and each session's current members in write order, at one user version.
 
-    def __init__(self, version: int, terms: TermIndex, members: dict[str, list[str]]) -> None:
+    A write in this process keeps it current as it keeps the term index (``_bump``): a new member
+    joins its session, a member that ends leaves it, and the texts appended to a document extend
+    its row (``TermIndex.extend``). Anything else (a member current again, an edit, a deletion, a
+    member dated before the session's last) leaves it behind, to be loaded again. ``revision`` is
+    odd while a change is under way and moves on with each: a search reading the entry meanwhile
+    sees it moved and asks FTS5 instead."""
+
+    def __init__(
+        self, version: int, terms: TermIndex, members: dict[str, list[str]], session_of: dict[str, str],
+        last_stems: dict[str, str], latest: dict[str, float],
+    ) -> None:
         self.version = version
         self.terms = terms
         self.members = members
+        #: the session of every memory that has one, current or not
+        self.session_of = session_of
+        #: the stem each document ends with (the pair across the next append's join)
+        self.last_stems = last_stems
+        #: per session, the latest ``created_at`` of its members: members are in write order
+        self.latest = latest
+        self.revision = 0
         #: what the cache bounds itself by
-        self.n = terms.n + sum(map(len, members.values()))
+        self.n = terms.n + len(session_of)
+
+    def joined(self, memory_id: str, session_id: str, created_at: float, current: bool) -> bool:
+        """A new memory of the session; False when it does not come last in write order."""
+        if created_at < self.latest.get(session_id, created_at):
+            return False
+        self.revision += 1
+        self.session_of[memory_id] = session_id
+        self.latest[session_id] = created_at
+        if current:
+            self.members.setdefault(session_id, []).append(memory_id)
+        self.n += 1
+        self.revision += 1
+        return True
+
+    def set_current(self, memory_id: str, current: bool) -> bool:
+        """A memory ended or became current again; False when it must take a place among its
+        session's members that write order alone cannot tell."""
+        session_id = self.session_of.get(memory_id)
+        members = self.members.get(session_id, []) if session_id is not None else []
+        if current:
+            return session_id is None or memory_id in members
+        if memory_id in members:
+            self.revision += 1
+            members.remove(memory_id)
+            self.revision += 1
+        return True
+
+    def extend(self, session_id: str, added: Sequence[str]) -> None:
+        """Texts whose stems are ``added`` were appended to the session's document (or made it)."""
+        held = session_id in self.terms
+        if held and not added:
+            return
+        self.revision += 1
+        if held:
+            self.terms.extend(session_id, self.last_stems.get(session_id), added)
+        else:
+            self.terms.append(session_id, added, [], True)
+            self.n += 1
+        if added:
+            self.last_stems[session_id] = added[-1]
+        self.revision += 1
 
 
 _Loaded = TypeVar("_Loaded", bound=Versioned)
+
+
+def _no_change(_: object) -> None:
+    """A write's change that leaves a cached entry as it is (its rows are not the entry's business)."""
 
 
 def _user_vectors_of(version: int, rows: list[tuple[Any, ...]]) -> UserVectors | None:
@@ -382,6 +445,7 @@ class SqliteStorage(Storage):
                     for bumped in self._bumped:  # the caches may hold what never committed
                         self._vectors.drop(bumped)
                         self._terms.drop(bumped)
+                        self._sessions.drop(bumped)
                     raise
                 self._exec("COMMIT")
                 if self._purged:
@@ -426,12 +490,13 @@ class SqliteStorage(Storage):
         return version
 
     def _bump(
-        self, user_id: str, change: Callable[[UserVectors], None] | None = None,
-        terms: Callable[[TermIndex], None] | None = None,
+        self, user_id: str, change: Change[UserVectors] | None = None, terms: Change[TermIndex] | None = None,
+        sessions: Change[_Sessions] | None = None,
     ) -> None:
         """After the transaction changed the user's rows: move their version on (``_version``, if
-        nothing did yet) and apply ``change`` to their cached vectors and ``terms`` to their cached
-        term index, write-through. A later change of the same transaction amends the entries.
+        nothing did yet) and apply ``change`` to their cached vectors, ``terms`` to their cached
+        term index and ``sessions`` to their session index, write-through. A later change of the
+        same transaction amends the entries.
 
         An entry follows only when it reflects the version just before this one; anything else (a
         write by another process on the same file in between), or a change left out (None), leaves
@@ -441,10 +506,12 @@ class SqliteStorage(Storage):
         if user_id in self._written_through:
             self._vectors.amend(user_id, version, change)
             self._terms.amend(user_id, version, terms)
+            self._sessions.amend(user_id, version, sessions)
             return
         self._written_through.add(user_id)
         self._vectors.advance(user_id, version, change)
         self._terms.advance(user_id, version, terms)
+        self._sessions.advance(user_id, version, sessions)
 
     def user_version(self, user_id: str) -> int:
         conn = self._conn()
@@ -511,6 +578,9 @@ class SqliteStorage(Storage):
             self._bump(
                 memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
                 lambda index: index.append(memory.id, text_terms, context_terms, memory.is_current, rowid),
+                # its text joins the document when the write ends (_append_to_sessions)
+                _no_change if session is None else
+                lambda entry: entry.joined(memory.id, session, memory.created_at, memory.is_current),
             )
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
@@ -535,10 +605,12 @@ class SqliteStorage(Storage):
                 (memory_id, user_id),
             )
             flag = bool(now_current[0][0]) if now_current else False
-            # A new text or session changes indexed terms and contexts: the term index is reloaded.
+            # A new text or session changes indexed terms, contexts and documents: those are reloaded.
+            rewrites = bool(touched or {"text", "session_id"} & set(fields))
             self._bump(
                 user_id, lambda entry: entry.set_current(memory_id, flag),
-                None if touched or {"text", "session_id"} & set(fields) else lambda index: index.set_current(memory_id, flag),
+                None if rewrites else lambda index: index.set_current(memory_id, flag),
+                None if rewrites else lambda entry: entry.set_current(memory_id, flag),
             )
 
     @staticmethod
@@ -757,12 +829,18 @@ class SqliteStorage(Storage):
         # of a single add's commit, 6 to 13 ms at load 8 against 0.3 ms). They wait behind FTS5's
         # delete markers until a merge, at the latest the `_purge` of a write that deletes text.
         self._exec("INSERT INTO session_docs_fts(session_docs_fts, rank) VALUES ('secure-delete', 0)")
+        stems = self._conn().terms.stems
         for (user_id, session_id), texts in appends.items():
+            added = SEPARATOR.join(texts)
             self._exec(
                 "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text",
-                (user_id, session_id, user_key(user_id), SEPARATOR.join(texts), SEPARATOR),
+                (user_id, session_id, user_key(user_id), added, SEPARATOR),
             )
+            if self._sessions.get(user_id) is not None:
+                # The separator is no word: the document's terms are its old ones, then the new text's.
+                extend = partial(_Sessions.extend, session_id=session_id, added=stems(added))
+                self._sessions.amend(user_id, self._version(user_id), extend)
         self._exec("INSERT INTO session_docs_fts(session_docs_fts, rank) VALUES ('secure-delete', 1)")
 
     def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
@@ -783,11 +861,13 @@ class SqliteStorage(Storage):
             # BM25 in process, as text_search: FTS5 walked the long position lists of every
             # matching document. Same sessions, order and scores; FTS5 answers the rest.
             sessions = self._for_search(self._sessions, self._session_index, user_id)
-            best = None if sessions is None else sessions.terms.best_among(
+            revision = -1 if sessions is None else sessions.revision
+            best = None if sessions is None or revision % 2 else sessions.terms.best_among(
                 self._conn().terms.phrases(query), partial(self._fts_totals, "session_docs_fts", user_id),
                 sessions.terms.current(), limit=limit,
             )
-            if best is not None:
+            # A write of this process that changed the entry meanwhile may have changed what it read.
+            if best is not None and sessions is not None and sessions.revision == revision:
                 return [ScoredId(session_id, score) for session_id, score in best]
         return self._fts5_session_search(user_id, query, limit)
 
@@ -797,23 +877,29 @@ class SqliteStorage(Storage):
         try:
             version = self.user_version(user_id)
             documents = self._rows("SELECT session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,))
-            # session_members' query for current facts, every session at once
+            # session_members' query, every session at once, ended facts too (for the writes to come)
             rows = self._rows(
-                "SELECT session_id, id FROM memories WHERE user_id = ? AND session_id IS NOT NULL "
-                "AND expired_at IS NULL AND invalid_at IS NULL ORDER BY session_id, created_at, rowid",
+                "SELECT session_id, id, created_at, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+                "WHERE user_id = ? AND session_id IS NOT NULL ORDER BY session_id, created_at, rowid",
                 (user_id,),
             )
         finally:
             self._exec("COMMIT")
         stems = self._conn().terms.stems
+        documents_stems = [(session_id, stems(text) if text else []) for session_id, text in documents]
         terms = TermIndex.load(
-            version, [(session_id, stems(text) if text else [], [], True) for session_id, text in documents],
-            context_weight=CONTEXT_WEIGHT,
+            version, [(session_id, words, [], True) for session_id, words in documents_stems], context_weight=CONTEXT_WEIGHT,
         )
         members: dict[str, list[str]] = {}
-        for session_id, memory_id in rows:
-            members.setdefault(session_id, []).append(memory_id)
-        sessions = _Sessions(version, terms, members)
+        session_of: dict[str, str] = {}
+        latest: dict[str, float] = {}
+        for session_id, memory_id, created_at, current in rows:
+            session_of[memory_id] = session_id
+            latest[session_id] = created_at  # rows in write order: the last one stays
+            if current:
+                members.setdefault(session_id, []).append(memory_id)
+        last_stems = {session_id: words[-1] for session_id, words in documents_stems if words}
+        sessions = _Sessions(version, terms, members, session_of, last_stems, latest)
         self._sessions.put(user_id, sessions)
         return sessions
 
@@ -1578,7 +1664,7 @@ class SqliteStorage(Storage):
                 [(user_id, session_id, user_key(user_id), text) for session_id, text in documents],
             )
             # A new version: a session index cached before the import is left behind (vectors and terms are not).
-            self._bump(user_id, lambda _: None, lambda _: None)
+            self._bump(user_id, _no_change, _no_change)
 
     def load_jobs(self, user_id: str, jobs: Sequence[StoredJob]) -> None:
         with self.write(user_id):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import threading
 from array import array
 from collections import _count_elements  # type: ignore[attr-defined]
 from collections.abc import Callable, Iterable, Sequence
@@ -90,6 +91,8 @@ class TermIndex:
         self._length = array("d")
         #: ``_length`` as numpy for ``best_among``, and how many of its first rows are filled (``_lengths``)
         self._length_copy: tuple[np.ndarray, int] = (np.empty(0), 0)
+        #: held while the copy grows and while ``extend`` changes a length: neither loses the other's
+        self._length_lock = threading.Lock()
         #: each row's ``_signature``: whether a changed row's terms changed (``apply``)
         self._signatures = array("q")
         #: the largest row key (the backend's rowid) held; 0 when rows came without one
@@ -129,6 +132,35 @@ class TermIndex:
                 held.rows.append(row)
                 held.freq.append(self._frequency(0, count))
         self.n += 1
+
+    def __contains__(self, memory_id: str) -> bool:
+        return memory_id in self._position
+
+    def extend(self, memory_id: str, last: str | None, added: Sequence[str]) -> None:
+        """The text of row ``memory_id``, which has no context, grew by ``added`` stems at its end
+        (a session document appended to); ``last`` is the stem it ended with, for the pair across
+        the join. The row keeps its place, so rows stay in the order FTS5 breaks ties by; its
+        postings and length change in place (a search reading meanwhile must check it was not
+        changed under it). Its signature becomes unknown: ``apply`` then asks for a whole read."""
+        row = self._position[memory_id]
+        joined = [last, *added] if last is not None else added
+        for postings, counts in ((self._terms, _counts(added)), (self._pairs, _pairs(joined))):
+            for key, count in counts.items():
+                held = postings.get(key)
+                if held is None:
+                    held = postings[key] = _Postings()
+                at = bisect.bisect_left(held.rows, row)
+                if at < len(held.rows) and held.rows[at] == row:
+                    held.freq[at] += count  # whole instances only (no context): the sum is exact
+                else:
+                    held.rows.insert(at, row)
+                    held.freq.insert(at, float(count))
+        with self._length_lock:
+            self._length[row] += len(added)
+            lengths, filled = self._length_copy
+            if row < filled:
+                lengths[row] = self._length[row]
+        self._signatures[row] = 0
 
     def _frequency(self, in_text: int, in_context: int) -> float:
         """FTS5's sum: 1.0 per instance in the text, then the context weight per instance in the
@@ -319,18 +351,21 @@ class TermIndex:
 
     def _lengths(self, n: int) -> np.ndarray:
         """Every row's tokens, as numpy, for the first ``n`` rows. The copy grows by the rows
-        appended since (a row's length never changes; a change that drops rows makes a new index),
-        with room to spare: copying the whole array on every lookup was a tenth of one, and a batch
-        write looks up between its appends. Searches call this side by side: an array and the rows
-        filled in it are published together, each pair whole, and two threads filling one slot
-        write the same value."""
+        appended since (only ``extend`` changes a row's length, and patches the copy too; a change
+        that drops rows makes a new index), with room to spare: copying the whole array on every
+        lookup was a tenth of one, and a batch write looks up between its appends. Searches call this
+        side by side: an array and the rows filled in it are published together, each pair whole,
+        and a copy that grows is made under a lock."""
         lengths, filled = self._length_copy
         if filled < n:
-            if len(lengths) < n:
-                grown = np.empty(max(n, 2 * len(lengths)), dtype=np.float64)
-                grown[:filled] = lengths[:filled]
-                lengths = grown
-            # copied, never a view: an array exporting its buffer cannot grow (an append would fail)
-            lengths[filled:n] = np.array(self._length[filled:n], dtype=np.float64)
-            self._length_copy = (lengths, n)
+            with self._length_lock:
+                lengths, filled = self._length_copy
+                if filled < n:
+                    if len(lengths) < n:
+                        grown = np.empty(max(n, 2 * len(lengths)), dtype=np.float64)
+                        grown[:filled] = lengths[:filled]
+                        lengths = grown
+                    # copied, never a view: an array exporting its buffer cannot grow (an append would fail)
+                    lengths[filled:n] = np.array(self._length[filled:n], dtype=np.float64)
+                    self._length_copy = (lengths, n)
         return lengths[:n]

@@ -390,6 +390,8 @@ class CacheReads:
 
 
 Entry = TypeVar("Entry", bound=Versioned)
+#: a write's change to a cached entry; False: it cannot be replayed on it (and changed nothing)
+Change = Callable[[Entry], "bool | None"]
 
 
 class VersionedCache(Generic[Entry]):
@@ -432,25 +434,25 @@ class VersionedCache(Generic[Entry]):
                 _, dropped = self._users.popitem(last=False)
                 self._held -= dropped.n
 
-    def advance(self, user_id: str, version: int, change: Callable[[Entry], None] | None) -> None:
+    def advance(self, user_id: str, version: int, change: Change[Entry] | None) -> None:
         """A write in this process moved the user to ``version``: apply ``change`` to the entry.
 
         The entry follows only when it reflects the version just before; anything else (a write by
-        another process in between, or a change the cache cannot replay) leaves it behind.
+        another process in between, or a change the cache cannot replay: None, or one that answers
+        False, having changed nothing) leaves it behind.
         """
         with self._lock:
             entry = self._users.get(user_id)
             if entry is None:
                 return
-            if change is None or entry.version != version - 1:
+            before = entry.n
+            if change is None or entry.version != version - 1 or change(entry) is False:
                 self._fall_behind(user_id, entry, entry.version)
                 return
-            before = entry.n
-            change(entry)
             entry.version = version
             self._held += entry.n - before
 
-    def amend(self, user_id: str, version: int, change: Callable[[Entry], None] | None) -> None:
+    def amend(self, user_id: str, version: int, change: Change[Entry] | None) -> None:
         """Apply one more change of the write that moved the user to ``version`` (which the entry
         reflects already); an entry at any other version is left behind, and one the change cannot
         be replayed on is labelled the version before, so catching up reads every row of the write."""
@@ -458,11 +460,13 @@ class VersionedCache(Generic[Entry]):
             entry = self._users.get(user_id)
             if entry is None:
                 return
-            if entry.version != version or change is None:
-                self._fall_behind(user_id, entry, entry.version if entry.version != version else version - 1)
+            if entry.version != version:
+                self._fall_behind(user_id, entry, entry.version)
                 return
             before = entry.n
-            change(entry)
+            if change is None or change(entry) is False:
+                self._fall_behind(user_id, entry, version - 1)
+                return
             self._held += entry.n - before
 
     def _fall_behind(self, user_id: str, entry: Entry, version: int) -> None:
