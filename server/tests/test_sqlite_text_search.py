@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from cortadel_server.storage.base import SUPERSEDED, MemoryFilters, MemoryRecord
-from cortadel_server.storage.sqlite import SqliteStorage
+from cortadel_server.storage.sqlite import SqliteStorage, user_key
 from cortadel_server.storage.term_index import TermIndex, Totals
 
 NAMES = ["Priya", "Tom", "Ana", "Kenji"]
@@ -237,6 +237,39 @@ def _sessions(store: SqliteStorage, query: str, limit: int) -> tuple[list[tuple[
         store._session_index("alice")
     ranked = [(s.id, s.score) for s in store.session_search("alice", query, limit)]
     return ranked, [(s.id, s.score) for s in store._fts5_session_search("alice", query, limit)]
+
+
+def test_committed_totals_read_from_fts5s_record_equal_what_its_bm25_reads(store: SqliteStorage) -> None:
+    """``_committed_totals`` decodes FTS5's averages record; the query through a phrase asks FTS5's
+    own auxiliary API. After inserts, appends to session documents, ended facts, deletes (which
+    rebuild documents), a purge and a rollback, both give the same rows and tokens."""
+
+    def asked(table: str, stem: str) -> Totals:
+        rows = store._rows(
+            f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
+            (f'"{user_key("alice")}{stem}"',),
+        )
+        return Totals(*rows[0])
+
+    def check() -> tuple[Totals, Totals]:
+        memories, sessions = store._committed_totals("memories_fts"), store._committed_totals("session_docs_fts")
+        assert memories == asked("memories_fts", "sister") and sessions == asked("session_docs_fts", "sister")
+        assert memories is not None and sessions is not None
+        return memories, sessions
+
+    before = check()
+    assert before[0].rows == 500 and before[1].rows == 100 + 67  # alice's and bob's memories and sessions
+    with store.write("alice"):
+        _insert(store, "alice", ["Priya's sister moved to Zanzibar."] * 4, 300)
+    after = check()
+    assert after[0].rows == 504 and after[1].rows == 169 and after[1].tokens > before[1].tokens
+    store.update_memory("alice", "alice-301", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
+    store.delete_memories("alice", ["alice-302", "alice-10"])
+    assert check()[0].rows == 502
+    with pytest.raises(RuntimeError), store.write("alice"):
+        _insert(store, "alice", ["Never committed."], 400)
+        raise RuntimeError("rolled back")
+    assert check()[0].rows == 502
 
 
 def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
