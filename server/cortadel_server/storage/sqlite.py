@@ -1047,18 +1047,19 @@ class SqliteStorage(Storage):
         conn = self._conn()
         if conn.in_snapshot and (cached := conn.totals.get(table)) is not None:
             return cached  # every user's rows: the same for every search until a commit
-        if self._write_owner != threading.get_ident() and (committed := self._committed_totals(table)) is not None:
-            if conn.in_snapshot:
-                conn.totals[table] = committed
-            return committed
-        row = self._rows(
-            f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
-            ('"' + " ".join(user_key(user_id) + stem for stem in phrase) + '"',),
-        )
-        totals = Totals(*row[0]) if row else Totals(0, 0)
-        if in_write and row:
-            self._memory_totals = totals
-        if conn.in_snapshot and row:
+        # Outside a write, what committed; inside one, FTS5's pending rows count too: only its API has them.
+        totals = self._committed_totals(table) if self._write_owner != threading.get_ident() else None
+        if totals is None:
+            row = self._rows(
+                f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
+                ('"' + " ".join(user_key(user_id) + stem for stem in phrase) + '"',),
+            )
+            if not row:
+                return Totals(0, 0)
+            totals = Totals(*row[0])
+            if in_write:
+                self._memory_totals = totals
+        if conn.in_snapshot:
             conn.totals[table] = totals
         return totals
 
