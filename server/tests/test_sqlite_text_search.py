@@ -375,8 +375,13 @@ def test_session_members_of_current_facts_come_from_the_session_index(store: Sql
 
 def test_searches_between_the_inserts_edits_and_deletes_of_one_write_rank_as_fts5(store: SqliteStorage) -> None:
     """Inside a write the table's totals are read once and then follow its inserts
-    (``_memory_totals``); any other change of the memories reads them again."""
+    (``_memory_totals``); any other change of the memories reads them again. Before the write's
+    first change they are what committed (FTS5's record); after one, FTS5's pending rows count."""
     with store.write("alice"):
+        assert store._committed_totals("memories_fts") == store._fts_totals("memories_fts", "alice", ["sister"])
+        for query in QUERIES:
+            ranked, fts5 = _both(store, query, MemoryFilters())
+            assert ranked == fts5, query
         for step, text in enumerate(_texts(12, offset=30)):
             _insert(store, "alice", [text], 500 + step)  # sessions of three: contexts count too
             if step == 4:

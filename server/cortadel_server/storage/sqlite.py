@@ -344,6 +344,9 @@ class SqliteStorage(Storage):
         #: ``insert_memory`` and forgotten by any other statement that changes memories (``_may_change``):
         #: read through FTS5 once per batch, not once per dedup lookup
         self._memory_totals: Totals | None = None
+        #: the writer's ``total_changes()`` when the open write transaction began: while it is the
+        #: same, the transaction has changed nothing and the committed totals are its own
+        self._changes_at_begin = 0
         #: per full-text table, whether ``_committed_totals`` can read its averages record
         self._averages_known: dict[str, bool] = {}
         #: rows the open write transaction added to the history and the job queue, per insert
@@ -462,6 +465,7 @@ class SqliteStorage(Storage):
             self._deferred = {}
             try:
                 self._exec("BEGIN IMMEDIATE")
+                self._changes_at_begin = self._writer.total_changes()
                 try:
                     yield
                     self._insert_deferred()
@@ -1047,8 +1051,10 @@ class SqliteStorage(Storage):
         conn = self._conn()
         if conn.in_snapshot and (cached := conn.totals.get(table)) is not None:
             return cached  # every user's rows: the same for every search until a commit
-        # Outside a write, what committed; inside one, FTS5's pending rows count too: only its API has them.
-        totals = self._committed_totals(table) if self._write_owner != threading.get_ident() else None
+        # Outside a write, what committed; inside one, FTS5's pending rows count too (only its API
+        # has them) once it has changed a row: a single add's lookups run before its first change.
+        unchanged = self._write_owner != threading.get_ident() or conn.total_changes() == self._changes_at_begin
+        totals = self._committed_totals(table) if unchanged else None
         if totals is None:
             row = self._rows(
                 f"SELECT fts_rows({table}), fts_tokens({table}) FROM {table} WHERE {table} MATCH ? LIMIT 1",
