@@ -33,6 +33,9 @@ class FactTexts:
         self._texts: dict[str, str] = {}
         #: per fingerprint, the current fact ``find_by_fingerprint`` gives (None: there is none)
         self._same: dict[str, str | None] = {}
+        #: ``_same`` turned round: the fingerprints each fact answers for (``ended`` reads it per fact
+        #: ended, where a scan of ``_same`` cost a pass over every fingerprint of the batch)
+        self._answers: dict[str, set[str]] = {}
 
     def expect(self, fingerprints: Iterable[str], *, texts_up_to: int) -> None:
         """Read the current facts of ``fingerprints`` at once, before the lookups that ask for them,
@@ -40,7 +43,8 @@ class FactTexts:
         wanted = [f for f in dict.fromkeys(fingerprints) if f not in self._same]
         if wanted:
             found = self.storage.first_by_fingerprints(self.user_id, wanted)
-            self._same.update((f, found.get(f)) for f in wanted)
+            for f in wanted:
+                self._answer(f, found.get(f))
         everything = self.storage.all_current_texts(self.user_id, texts_up_to)
         if everything is not None:
             self._texts.update(everything)
@@ -52,7 +56,7 @@ class FactTexts:
         missing = [i for i in ids if i not in texts]
         if missing or fingerprint not in self._same:
             same, found = self.storage.neighbour_texts(self.user_id, missing, fingerprint)
-            self._same[fingerprint] = same
+            self._answer(fingerprint, same)
             texts.update(found)
         same = self._same[fingerprint]
         if same is not None and same not in texts:  # read by expect(): its text is not known yet
@@ -66,13 +70,21 @@ class FactTexts:
         """The transaction inserted ``record`` (current)."""
         self._texts[record.id] = record.text
         if self._same.get(record.fingerprint, "") is None:  # the first current fact of its fingerprint
-            self._same[record.fingerprint] = record.id
+            self._answer(record.fingerprint, record.id)
 
     def ended(self, ids: Iterable[str]) -> None:
         """The transaction made ``ids`` not current (or deleted them): forget them; a fingerprint
         they answered for is read again when asked."""
-        gone = set(ids)
-        for memory_id in gone:
+        for memory_id in set(ids):
             self._texts.pop(memory_id, None)
-        for fingerprint in [f for f, same in self._same.items() if same in gone]:
-            del self._same[fingerprint]
+            for fingerprint in self._answers.pop(memory_id, ()):
+                del self._same[fingerprint]
+
+    def _answer(self, fingerprint: str, memory_id: str | None) -> None:
+        """``memory_id`` is the current fact of ``fingerprint`` (None: there is none)."""
+        previous = self._same.get(fingerprint)
+        if previous is not None:
+            self._answers[previous].discard(fingerprint)
+        self._same[fingerprint] = memory_id
+        if memory_id is not None:
+            self._answers.setdefault(memory_id, set()).add(fingerprint)
