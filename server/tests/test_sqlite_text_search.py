@@ -391,3 +391,33 @@ def test_searches_between_the_inserts_edits_and_deletes_of_one_write_rank_as_fts
             for query in QUERIES:
                 ranked, fts5 = _both(store, query, MemoryFilters())
                 assert ranked == fts5, (step, query)
+
+
+def test_a_write_loads_the_session_index_a_user_never_had_and_the_next_search_ranks_sessions_in_process(tmp_path: Path) -> None:
+    """Searches load a user's indexes only after ``index_after_searches`` of them; a write's lookups
+    load the term index at once, and the session index with it, before the write's first change,
+    once per process: from then on this process's writes keep both current."""
+    store = SqliteStorage(tmp_path / "writes.db", index_after_searches=1_000)
+    with store.write("alice"):
+        _insert(store, "alice", _texts(60), 0)
+    assert store._sessions.get("alice") is None  # inserts alone look nothing up
+    with store.write("alice"):
+        assert store._sessions.get("alice") is None
+        store.text_search("alice", "sister", MemoryFilters(), 8)  # a dedup lookup, before any change
+        loaded = store._sessions.get("alice")
+        assert loaded is not None and loaded.terms.n == 20 and loaded.version == store.user_version("alice")
+        _insert(store, "alice", ["Priya's sister moved to Zanzibar."], 60)  # a new session, alice-s20
+    assert store._sessions.current("alice", store.user_version("alice")) is loaded and loaded.terms.n == 21
+    for query in QUERIES + ["Zanzibar"]:
+        ranked = store.session_search("alice", query, 5)
+        assert [(s.id, s.score) for s in ranked] == [(s.id, s.score) for s in store._fts5_session_search("alice", query, 5)]
+    assert [s.id for s in store.session_search("alice", "Zanzibar", 5)] == ["alice-s20"]
+    assert store._searches == {}  # no search counted towards a load, none asked for
+
+    # Left behind by an edit, the entry is not loaded again by writes: searches decide.
+    store.update_memory("alice", "alice-3", text="Tom likes green tea in Porto.")
+    assert store._sessions.get("alice") is None
+    with store.write("alice"):
+        store.text_search("alice", "sister", MemoryFilters(), 8)
+        assert store._sessions.get("alice") is None
+    store.close()

@@ -317,13 +317,14 @@ class SqliteStorage(Storage):
         self._terms: VersionedCache[TermIndex] = VersionedCache(incremental=True)
         #: what keeping the vectors and term indexes current read from the database
         self.cache_reads = {"vectors": CacheReads(), "text": CacheReads()}
-        #: each user's session documents and members, for the session arm in process: a write
-        #: leaves the entry behind (documents grow with every add), to be loaded again (``_session_index``)
+        #: each user's session documents and members, for the session arm in process (``_session_index``),
+        #: kept current by this process's writes (``_append_to_sessions``, ``_bump``)
         self._sessions: VersionedCache[_Sessions] = VersionedCache()
         #: loads of term indexes for searches, off the request path and one at a time (``_for_search``)
         self._term_loader = ThreadPoolExecutor(1, thread_name_prefix="cortadel-terms")
         self._term_loads: dict[tuple[str, str], Future[None]] = {}
-        #: when each load may run again: a user who writes all the time would keep one busy
+        #: when each load may run again (a user who writes all the time would keep one busy); a
+        #: key is here once its index was loaded in this process
         self._term_loads_after: dict[tuple[str, str], float] = {}
         #: searches per index and user before a load is asked for (``_for_search``)
         self._index_after_searches = index_after_searches
@@ -902,8 +903,11 @@ class SqliteStorage(Storage):
         return self._fts5_session_search(user_id, query, limit)
 
     def _session_index(self, user_id: str) -> _Sessions:
-        """The user's ``_Sessions`` at their version (documents and members in one snapshot)."""
-        self._exec("BEGIN")
+        """The user's ``_Sessions`` at their version (documents and members in one snapshot: a
+        write's, when it runs in one)."""
+        own_snapshot = self._write_owner != threading.get_ident()
+        if own_snapshot:
+            self._exec("BEGIN")
         try:
             version = self.user_version(user_id)
             documents = self._rows("SELECT session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,))
@@ -914,7 +918,8 @@ class SqliteStorage(Storage):
                 (user_id,),
             )
         finally:
-            self._exec("COMMIT")
+            if own_snapshot:
+                self._exec("COMMIT")
         stems = self._conn().terms.stems
         documents_stems = [(session_id, stems(text) if text else []) for session_id, text in documents]
         terms = TermIndex.load(
@@ -991,8 +996,25 @@ class SqliteStorage(Storage):
         """The user's term index for a search (``_for_search``). Inside a write: the write's own
         view, loaded at once (``_term_index``), as the dedup lookups of a batch need it."""
         if self._write_owner == threading.get_ident():
-            return self._term_index(user_id)
+            index = self._term_index(user_id)
+            if index is not None:
+                self._first_session_index(user_id)
+            return index
         return self._for_search(self._terms, self._term_index, user_id, partial(self._term_index, whole=False))
+
+    def _first_session_index(self, user_id: str) -> None:
+        """Inside a write, before its first change of the user: their session index, when it was
+        never loaded in this process. Writes load the term index (their lookups need it) and keep
+        both current, so every search after is ranked in process; a user who searches now and
+        then (most users of a store of many) was otherwise ranked by FTS5 until their
+        ``index_after_searches``-th search: 1.65 times the search time of one user alone."""
+        key = (self._session_index.__name__, user_id)
+        if user_id in self._bumped:  # the transaction's own changes are not in the rows yet
+            return
+        with self._term_loads_lock:
+            if key in self._term_loads_after or key in self._term_loads:  # loaded before, or loading
+                return
+        self._timed_load(self._session_index, user_id)
 
     def _for_search(
         self, cache: VersionedCache[_Loaded], load: Callable[[str], _Loaded | None], user_id: str,
@@ -1028,14 +1050,21 @@ class SqliteStorage(Storage):
         return cached
 
     def _load_for_search(self, load: Callable[[str], Versioned | None], key: tuple[str, str]) -> None:
+        try:
+            self._timed_load(load, key[1])
+        finally:
+            with self._term_loads_lock:
+                del self._term_loads[key]
+
+    def _timed_load(self, load: Callable[[str], Versioned | None], user_id: str) -> None:
+        """``load`` the user's index; it may run again after ten times its duration."""
         started = time.monotonic()
         try:
-            load(key[1])
+            load(user_id)
         finally:
             finished = time.monotonic()
             with self._term_loads_lock:
-                del self._term_loads[key]
-                self._term_loads_after[key] = finished + 10 * (finished - started)
+                self._term_loads_after[load.__name__, user_id] = finished + 10 * (finished - started)
 
     def _filtered_ids(self, user_id: str, filters: MemoryFilters) -> list[str]:
         where, params = self._where(user_id, filters)
