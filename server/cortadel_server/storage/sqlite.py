@@ -905,10 +905,7 @@ class SqliteStorage(Storage):
     def _session_index(self, user_id: str) -> _Sessions:
         """The user's ``_Sessions`` at their version (documents and members in one snapshot: a
         write's, when it runs in one)."""
-        own_snapshot = self._write_owner != threading.get_ident()
-        if own_snapshot:
-            self._exec("BEGIN")
-        try:
+        with self._one_snapshot():
             version = self.user_version(user_id)
             documents = self._rows("SELECT session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,))
             # session_members' query, every session at once, ended facts too (for the writes to come)
@@ -917,9 +914,6 @@ class SqliteStorage(Storage):
                 "WHERE user_id = ? AND session_id IS NOT NULL ORDER BY session_id, created_at, rowid",
                 (user_id,),
             )
-        finally:
-            if own_snapshot:
-                self._exec("COMMIT")
         stems = self._conn().terms.stems
         documents_stems = [(session_id, stems(text) if text else []) for session_id, text in documents]
         terms = TermIndex.load(
@@ -1168,11 +1162,7 @@ class SqliteStorage(Storage):
             cached = cache.current(user_id, self._bumped[user_id])
             if cached is not None:
                 return cached
-        # Inside a write or a search snapshot, the reads below share a snapshot already.
-        own_snapshot = not in_write and not self._conn().in_snapshot
-        if own_snapshot:
-            self._exec("BEGIN")
-        try:
+        with self._one_snapshot():
             version = self.user_version(user_id)
             if not version:  # no row: versions start at 1
                 cache.drop(user_id)
@@ -1195,15 +1185,25 @@ class SqliteStorage(Storage):
             rows = self._rows(f"SELECT {columns} FROM memories WHERE user_id = ? ORDER BY rowid", (user_id,))
             reads.rows += len(rows)
             reads.reloads += 1
-        finally:
-            if own_snapshot:
-                self._exec("COMMIT")
         loaded = build(version, rows)
         if loaded is None:
             cache.drop(user_id)
         else:
             cache.put(user_id, loaded)
         return loaded
+
+    @contextmanager
+    def _one_snapshot(self) -> Iterator[None]:
+        """The reads inside in one snapshot: the open write's or search snapshot's when the thread
+        is in one, else a read transaction of their own."""
+        if self._write_owner == threading.get_ident() or self._conn().in_snapshot:
+            yield
+            return
+        self._exec("BEGIN")
+        try:
+            yield
+        finally:
+            self._exec("COMMIT")
 
     def _changed_since(
         self, user_id: str, columns: str, since: int, at_most: int | None = None
