@@ -7,6 +7,7 @@ edits, and each filter a search can carry."""
 from __future__ import annotations
 
 import itertools
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -291,6 +292,39 @@ def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
     assert list(extended._length) == list(whole._length) == [7.0, 6.0, 1.0]
     for phrases in ([["tea"]], [["sister"], ["ana"]], [["kenji", "s"]], [["sister", "s"]], [["ana", "s"]]):
         assert extended.best(phrases, lambda _: Totals(3, 20), limit=3) == whole.best(phrases, lambda _: Totals(3, 20), limit=3)
+
+
+def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_the_write_moved_on(
+    store: SqliteStorage,
+) -> None:
+    """The loader thread reads a user's indexes in its own snapshot; a write of this process may
+    commit, and move the cached entries on, before that load puts what it read. The entries the
+    write kept current stay (CI once saw the session index swapped for the late load's)."""
+    store._session_index("alice")
+    store._term_index("alice")
+    before = store.user_version("alice")
+    read_first, written = threading.Event(), threading.Event()
+    late: list[int] = []  # the versions the late load read
+
+    def load_late() -> None:  # the loader's reads: in a snapshot opened before the write
+        with store.search_snapshot("alice"):
+            read_first.set()
+            written.wait(5)
+            late.append(store._session_index("alice").version)
+            late.append(getattr(store._term_index("alice"), "version", 0))
+
+    thread = threading.Thread(target=load_late)
+    thread.start()
+    assert read_first.wait(5)
+    with store.write("alice"):
+        _insert(store, "alice", ["Tom's sister moved to Zanzibar."], 300)
+    sessions, terms = store._sessions.get("alice"), store._terms.get("alice")
+    assert sessions is not None and terms is not None and sessions.version == terms.version == before + 1
+    written.set()
+    thread.join(5)
+    assert late == [before, before]
+    assert store._sessions.get("alice") is sessions and store._terms.get("alice") is terms
+    assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
 
 
 def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_index_current(store: SqliteStorage) -> None:

@@ -424,7 +424,14 @@ class VersionedCache(Generic[Entry]):
         return entry if entry is not None and entry.version == version else None
 
     def put(self, user_id: str, entry: Entry) -> None:
+        """Hold ``entry`` for the user, unless the one held is at its version or a later one: a
+        load that read before a write of this process finishes after the write moved the entry
+        on (versions only grow), and replacing it would throw that work away."""
         with self._lock:
+            old = self._users.get(user_id)
+            if old is not None and old.version >= entry.version:
+                self._users.move_to_end(user_id)
+                return
             old = self._users.pop(user_id, None)
             if old is not None:
                 self._held -= old.n
