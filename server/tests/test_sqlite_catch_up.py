@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -275,6 +276,9 @@ def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_pa
         filled = writer.post("/api/v1/memories/batch", json={
             "user_id": USER, "memories": [{"text": f"{sentence(rng)} Ticket {i}.", "infer": False} for i in range(200)]})
         assert filled.status_code == 200 and {m["event"] for m in filled.json()["memories"]} == {"ADD"}
+        # the writer's first single add loads its session index (a batch for a new user had none to load)
+        first = writer.post("/api/v1/memories", json={"user_id": USER, "text": "Farid keeps a boat in Zanzibar.", "infer": False})
+        assert first.status_code == 200 and first.json()["event"] == "ADD"
         owners: dict[int, int] = {}
         for _ in range(20):  # the kernel hashes each new connection to a worker
             searcher = connected()
@@ -285,15 +289,17 @@ def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_pa
         search = {"user_id": USER, "query": "Ticket 7", "top_k": 5}
         for _ in range(25):  # enough searches for the searcher's worker to load its term index
             assert searcher.post("/api/v1/memories/search", json=search).status_code == 200
-        # the counts are the server's: the writer read the user whole for the batch's dedup lookups,
-        # the searcher for its first search (vectors) and in its loader thread (terms)
+        # the counts are the server's: the writer read the user whole for the batch's dedup lookups
+        # (vectors, terms) and its first add (sessions), the searcher for its first search (vectors)
+        # and in its loader thread (terms, sessions)
+        loaded = {"vectors": 2, "text": 2, "sessions": 2}
         for _ in range(50):
-            if cache_counts(scrape(searcher))[("cortadel_cache_reads_total", "text", "reloads")] >= 2:
+            counts = cache_counts(scrape(searcher))
+            if all(counts[("cortadel_cache_reads_total", cache, "reloads")] >= n for cache, n in loaded.items()):
                 break
             time.sleep(0.1)
         before = cache_counts(scrape(searcher))
-        assert (before[("cortadel_cache_reads_total", "vectors", "reloads")],
-                before[("cortadel_cache_reads_total", "text", "reloads")]) == (2, 2)
+        assert {cache: before[("cortadel_cache_reads_total", cache, "reloads")] for cache in loaded} == loaded
 
         for i in range(5):
             text = f"Farid sails to Zanzibar on boat {1000 + i}."
@@ -303,12 +309,163 @@ def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_pa
             assert found.status_code == 200 and found.json()["results"][0]["content"] == text
         after = cache_counts(scrape(searcher))
         moved = {key: value - before[key] for key, value in after.items() if value != before[key]}
-        # each add read by the other worker as one changed row, once per cache; nothing read whole
+        # each add read by the other worker as one changed row, once per cache (the session index:
+        # the memory and the session's document it was appended to); nothing read whole
         assert moved == {
             ("cortadel_cache_reads_total", "vectors", "catch_ups"): 5, ("cortadel_cache_rows_read_total", "vectors", "rows"): 5,
             ("cortadel_cache_reads_total", "text", "catch_ups"): 5, ("cortadel_cache_rows_read_total", "text", "rows"): 5,
+            ("cortadel_cache_reads_total", "sessions", "catch_ups"): 5,
+            ("cortadel_cache_rows_read_total", "sessions", "rows"): 10,
         }
     finally:
         for client in clients:
             client.close()
         server.stop()
+
+
+SESSION_QUERIES = [*QUERIES, "Zanzibar", "likes"]
+
+
+def session_answers(store: SqliteStorage) -> list[Any]:
+    """The session arm's two reads: documents ranked for every query, and the current members of
+    every session of the user, in order."""
+    sessions = [row[0] for row in store._rows("SELECT session_id FROM session_docs WHERE user_id = ? ORDER BY session_id", (USER,))]
+    ranked = [[(hit.id, hit.score) for hit in store.session_search(USER, query, 5)] for query in SESSION_QUERIES]
+    return [*ranked, store.session_members(USER, sessions, MemoryFilters())]
+
+
+def session_index_current(b: SqliteStorage) -> bool:
+    return b._sessions.current(USER, b.user_version(USER)) is not None
+
+
+def session_rows_read(b: SqliteStorage, path: Path) -> tuple[int, int]:
+    """B's session answers equal a fresh process's, from its session index too; returns the rows
+    (memories and documents) B's session index read to give them, and its whole reads."""
+    reads = b.cache_reads["sessions"]
+    rows, reloads = reads.rows, reads.reloads
+    fresh = SqliteStorage(path)
+    try:
+        fresh._session_index(USER)
+        expected = session_answers(fresh)
+        assert expected[:-1] == [[(hit.id, hit.score) for hit in fresh._fts5_session_search(USER, query, 5)]
+                                 for query in SESSION_QUERIES]
+    finally:
+        fresh.close()
+    assert session_answers(b) == expected
+    b._term_loader.submit(lambda: None).result()
+    if not session_index_current(b):
+        b._session_index(USER)
+    assert session_index_current(b)
+    held = b._sessions.get(USER)
+    assert held is not None and held.revision % 2 == 0  # no change under way: the searches below rank in process
+    read = (reads.rows, reads.reloads, reads.catch_ups)
+    assert session_answers(b) == expected  # from the index as it is: nothing more read
+    assert (reads.rows, reads.reloads, reads.catch_ups) == read
+    assert sum(map(len, expected)) > 20  # the searches found sessions: the comparison compared something
+    return reads.rows - rows, reads.reloads - reloads
+
+
+def whole_sessions_read(a: SqliteStorage) -> int:
+    """The rows a whole read of the user's session index reads: every document and every memory in a session."""
+    return int(a._rows(
+        "SELECT (SELECT count(*) FROM session_docs WHERE user_id = ?) "
+        "+ (SELECT count(*) FROM memories WHERE user_id = ? AND session_id IS NOT NULL)", (USER, USER),
+    )[0][0])
+
+
+def test_a_process_behind_catches_its_session_index_up_by_the_changed_memories_and_documents(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path
+) -> None:
+    """B's session index follows A's writes by the memories and session documents they changed: a
+    member joins its session and its text extends the document, a member that ends leaves. A
+    document replaced rather than appended to (an edit or a deletion rebuilds it), an import of
+    documents, or a member dated before its session's last, is read whole."""
+    a, b = processes
+    rng = random.Random(17)
+    write_the_first_rows(a, rng)  # 75 memories in sessions s0, s1, s2
+    assert session_rows_read(b, path) == (whole_sessions_read(a), 1) == (78, 1)  # B's first search: every row
+
+    # inserts into a session (five writes: five memories, one document changed)
+    for i in range(150, 155):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+    assert session_rows_read(b, path) == (5 + 1, 0)
+    # a new session, and a memory in none
+    a.insert_memory(record("zanzibar", "Farid goes sailing to Zanzibar.", "s9", T0 + 200), unit(rng))
+    a.insert_memory(record("loose", "Elena likes tea.", None, T0 + 201), unit(rng))
+    assert session_rows_read(b, path) == (2 + 1, 0)
+    # a supersede in one write (the old member leaves its session, the new one joins another) and an expiry
+    with a.write(USER):
+        a.update_memory(USER, "m3", expired_at=T0 + 300, superseded_by="m-new")
+        a.insert_memory(record("m-new", "Caroline likes chess in Oslo now.", "s1", T0 + 300), unit(rng))
+    a.update_memory(USER, "m9", invalid_at=T0 + 301)
+    assert session_rows_read(b, path) == (3 + 1, 0)
+
+    # B's own write in between: B follows it, then catches up by A's
+    b.insert_memory(record("by-b", "Elena moved to Berlin for the yoga.", "s9", T0 + 400), unit(rng))
+    assert session_index_current(b)
+    a.insert_memory(record("by-a", "Hiro sails to Zanzibar.", "s9", T0 + 401), unit(rng))
+    assert session_rows_read(b, path) == (1 + 1, 0)
+
+    # a write that rolls back moves nothing
+    with pytest.raises(RuntimeError), a.write(USER):
+        a.insert_memory(record("rolled-back", "Zanzibar, always Zanzibar.", "s1", T0 + 500), unit(rng))
+        raise RuntimeError("roll back")
+    assert session_rows_read(b, path) == (0, 0)
+
+    # an edit rebuilds its session's document: read whole (after the changed rows showed it)
+    a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
+    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)
+    # a member dated before its session's last: write order cannot place it
+    a.insert_memory(record("dated", "Bob likes sushi in Tokyo.", "s2", T0 + 2), unit(rng))
+    assert session_rows_read(b, path) == (1 + 1 + whole_sessions_read(a), 1)
+    # a deletion: the member after it gets a new context, and so does "dated" (the rebuild puts it
+    # in time order, first), in the changed rows
+    a.delete_memories(USER, ["m5"])
+    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)
+    # imported documents
+    a.load_sessions(USER, [("s-imported", "Dmitri likes hiking in Oslo.")])
+    assert session_rows_read(b, path) == (1 + whole_sessions_read(a), 1)
+    # and afterwards catches up again by the changed rows
+    a.insert_memory(record("later", "Grace likes guitar in Lisbon.", "s-imported", T0 + 900), unit(rng))
+    assert session_rows_read(b, path) == (1 + 1, 0)
+
+    # an edit that leaves a document longer, with the separator where its old text ended: only the
+    # version of the write that replaced it tells it from an append
+    first, second = "Ana likes tea.", "Bob likes jazz."
+    with a.write(USER):
+        a.insert_memory(record("e1", first, "s-edit", T0 + 950), unit(rng))
+        a.insert_memory(record("e2", second, "s-edit", T0 + 951), unit(rng))
+    assert session_rows_read(b, path) == (2 + 1, 0)
+    longer = "Zed sails to Zanzibar by boat."
+    assert len(longer) == len(first + "\n" + second)
+    a.update_memory(USER, "e1", text=longer)
+    assert a._rows("SELECT text FROM session_docs WHERE session_id = 's-edit'") == [(longer + "\n" + second,)]
+    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)  # e1's text, e2's context
+
+    # a document written by anything but the backend is read again by every catch-up, which it fails
+    with a.write(USER):
+        a._exec("INSERT INTO session_docs(user_id, session_id, user_key, text) "
+                "SELECT user_id, 's-by-hand', user_key, 'Ana likes coffee in Zanzibar.' FROM session_docs LIMIT 1")
+        a._bump(USER)
+    assert a._rows("SELECT changed_version, rebuilt_version FROM session_docs WHERE session_id = 's-by-hand'") == [(2**63 - 1,) * 2]
+    assert session_rows_read(b, path) == (1 + whole_sessions_read(a), 1)
+    a.update_memory(USER, "m7", expired_at=T0 + 901)
+    assert session_rows_read(b, path) == (1 + 1 + whole_sessions_read(a), 1)
+
+
+def test_session_searches_running_while_the_process_catches_up_see_whole_entries(
+    processes: tuple[SqliteStorage, SqliteStorage], path: Path
+) -> None:
+    """The session arm's reads in several threads of B while A keeps writing to one session and
+    ending its members: each read that finds B's session index behind catches it up, in place,
+    while the others read it (and ask FTS5 while a change is under way). None fails, and B ends
+    where a fresh process is."""
+    a, b = processes
+    rng = random.Random(19)
+    for i in range(300):
+        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else f"s{i % 7}", T0 + i), unit(rng))
+    session_rows_read(b, path)
+    failures = search_while_writing(a, b, rng, [], ask=session_answers)
+    assert failures == []
+    assert b.cache_reads["sessions"].catch_ups > 10
+    assert session_rows_read(b, path)[1] == 0

@@ -327,6 +327,36 @@ def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_
     assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
 
 
+def test_a_load_that_read_before_a_write_that_dropped_the_session_index_is_not_held(store: SqliteStorage) -> None:
+    """A deletion rebuilds its session's document, which no catch-up replays: the write drops the
+    session index, and a load that read before it and finishes after it is not held either (it
+    would be behind by a rebuilt document, and dropped again by the next search)."""
+    loaded = store._session_index("alice")
+    gone = loaded.members["alice-s0"][0]
+    read_first, written = threading.Event(), threading.Event()
+    late: list[int] = []
+
+    def load_late() -> None:  # the loader's reads: in a snapshot opened before the write
+        with store.search_snapshot("alice"):
+            read_first.set()
+            written.wait(5)
+            late.append(store._session_index("alice").version)
+
+    thread = threading.Thread(target=load_late)
+    thread.start()
+    assert read_first.wait(5)
+    store.delete_memories("alice", [gone])
+    assert store._sessions.get("alice") is None
+    written.set()
+    thread.join(5)
+    assert late == [loaded.version]
+    assert store._sessions.get("alice") is None
+    # loaded again after the write, it is held
+    again = store._session_index("alice")
+    assert store._sessions.current("alice", store.user_version("alice")) is again and gone not in again.session_of
+    assert again.members["alice-s0"] == loaded.members["alice-s0"][1:]
+
+
 def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_index_current(store: SqliteStorage) -> None:
     ties = 0
     for query in QUERIES:

@@ -334,6 +334,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        "0010_session_docs_changed_version",
+        """
+        -- The same for session documents, and the version of the write that last replaced a
+        -- document's text rather than appended to it: a process whose session index is at version
+        -- v reads the documents with changed_version > v and extends its rows by what was appended,
+        -- unless a document was replaced since (rebuilt_version > v: read whole).
+        ALTER TABLE session_docs ADD COLUMN changed_version INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE session_docs ADD COLUMN rebuilt_version INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX session_docs_user_changed ON session_docs(user_id, changed_version);
+        CREATE TRIGGER session_docs_unstamped AFTER INSERT ON session_docs WHEN new.changed_version = 0 BEGIN
+            UPDATE session_docs SET changed_version = 9223372036854775807, rebuilt_version = 9223372036854775807
+            WHERE rowid = new.rowid;
+        END;
+        """,
+    ),
 )
 
 

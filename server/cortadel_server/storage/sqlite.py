@@ -5,14 +5,15 @@ through one connection per thread. Inside ``write()`` the writing thread reads t
 connection, so a check-then-insert (dedup) sees its own transaction. Every query runs under a time
 limit enforced by SQLite's progress handler.
 
-Cache discipline: each user's vectors and term index are held in process (storage/vector_cache.py,
-storage/term_index.py), labelled with the user version they reflect. A write of this process moves
-the version once per transaction (``_version``), stamps every row it changes with it
-(``changed_version``) and applies the same change to the cached entries (``_bump``). An entry
-another process's write left behind catches up at its next read by the rows changed since its
-version, read with the user's version and row count in one snapshot (``_cached_or_loaded``); only
-what those rows cannot tell (rows that went away, a row's new terms, a vector of another
-dimension) reads the user whole. A rollback drops the entries it touched.
+Cache discipline: each user's vectors, term index and session index are held in process
+(storage/vector_cache.py, storage/term_index.py, ``_Sessions``), labelled with the user version
+they reflect. A write of this process moves the version once per transaction (``_version``),
+stamps every row it changes with it (``changed_version``, on memories and session documents) and
+applies the same change to the cached entries (``_bump``). An entry another process's write left
+behind catches up at its next read by the rows changed since its version, read with the user's
+version and row count in one snapshot (``_cached_or_loaded``); only what those rows cannot tell
+(rows that went away, a row's new terms, a vector of another dimension, a session document
+replaced rather than appended to) reads the user whole. A rollback drops the entries it touched.
 """
 
 from __future__ import annotations
@@ -100,17 +101,21 @@ class _Sessions:
 
     A write in this process keeps it current as it keeps the term index (``_bump``): a new member
     joins its session, a member that ends leaves it, and the texts appended to a document extend
-    its row (``TermIndex.extend``). Anything else (a member current again, an edit, a deletion, a
-    member dated before the session's last) leaves it behind, to be loaded again. ``revision`` is
-    odd while a change is under way and moves on with each: a search reading the entry meanwhile
-    sees it moved and asks FTS5 instead."""
+    its row (``TermIndex.extend``). Another process's writes are replayed the same way from the
+    rows they changed (``catch_up``). Anything else (a member current again, an edit, a deletion, a
+    member dated before the session's last, a document replaced rather than appended to) leaves it
+    behind, to be loaded again. ``revision`` is odd while a change is under way and moves on with
+    each: a search reading the entry meanwhile sees it moved and asks FTS5 instead."""
 
     def __init__(
         self, version: int, terms: TermIndex, members: dict[str, list[str]], session_of: dict[str, str],
-        last_stems: dict[str, str], latest: dict[str, float],
+        last_stems: dict[str, str], latest: dict[str, float], documents: dict[str, tuple[int, int]],
     ) -> None:
         self.version = version
         self.terms = terms
+        #: per session, its document's rowid and its text's length in UTF-8 bytes: where what
+        #: another process appended begins (``catch_up``)
+        self.documents = documents
         self.members = members
         #: the session of every memory that has one, current or not
         self.session_of = session_of
@@ -148,20 +153,62 @@ class _Sessions:
             self.revision += 1
         return True
 
-    def extend(self, session_id: str, added: Sequence[str]) -> None:
-        """Texts whose stems are ``added`` were appended to the session's document (or made it)."""
+    def extend(self, session_id: str, added: Sequence[str], rowid: int, size: int) -> None:
+        """Texts whose stems are ``added`` were appended to the session's document (or made it),
+        row ``rowid``, now ``size`` bytes long."""
         held = session_id in self.terms
+        self.documents[session_id] = (rowid, size)
         if held and not added:
             return
         self.revision += 1
         if held:
             self.terms.extend(session_id, self.last_stems.get(session_id), added)
         else:
-            self.terms.append(session_id, added, [], True)
+            self.terms.append(session_id, added, [], True, rowid)
             self.n += 1
         if added:
             self.last_stems[session_id] = added[-1]
         self.revision += 1
+
+    def catch_up(
+        self, rows: Sequence[tuple[Any, ...]], documents: Sequence[tuple[Any, ...]], document_count: int,
+        stems: Callable[[str], list[str]],
+    ) -> bool:
+        """Replay what another process's writes changed since ``version``: the user's ``rows``
+        changed since (rowid, id, session id, created_at, current), the ``documents`` changed
+        since (rowid, session id, text, rebuilt_version), in rowid order, and how many documents
+        the user has now. False when these cannot tell: a document replaced (an edit, or the
+        deletion of a member: every deletion rebuilds its session's document, or deletes it, which
+        the count shows), or a row that write order alone cannot place. The entry is then half
+        changed, with ``revision`` left odd, and the cache drops it."""
+        self.revision += 1
+        for _, memory_id, session_id, created_at, current in rows:
+            known = self.session_of.get(memory_id)
+            if known is not None:
+                if known != session_id or not self.set_current(memory_id, bool(current)):
+                    return False
+            elif session_id is not None and not self.joined(memory_id, session_id, created_at, bool(current)):
+                return False
+        for rowid, session_id, text, rebuilt_version in documents:
+            if rebuilt_version > self.version:
+                return False
+            data = text.encode()
+            held = self.documents.get(session_id)
+            if held is None:  # a new document: after every held one, as FTS5 orders ties
+                if rowid <= self.terms.last_rowid:
+                    return False
+                added = data
+            else:
+                held_rowid, size = held
+                # appended to since: the held text, then the separator and the new texts
+                if held_rowid != rowid or len(data) < size or (len(data) > size and data[size:size + 1] != SEPARATOR_BYTES):
+                    return False
+                added = data[size + 1:]
+            self.extend(session_id, stems(added.decode()) if added else [], rowid, len(data))
+        if self.terms.n != document_count:
+            return False
+        self.revision += 1
+        return True
 
 
 _Loaded = TypeVar("_Loaded", bound=Versioned)
@@ -189,6 +236,10 @@ def fts5_varints(blob: bytes) -> list[int]:
                 break
         values.append(value)
     return values
+
+
+def _free(_: object) -> None:
+    """Run by the loader thread with an entry a search dropped: the last reference goes there."""
 
 
 def _no_change(_: object) -> None:
@@ -290,6 +341,8 @@ class _Connection(apsw.Connection):
 
 #: a user's searches before their in-process indexes are loaded (``SqliteStorage._for_search``)
 INDEX_AFTER_SEARCHES = 20
+SEPARATOR_BYTES = SEPARATOR.encode()
+
 #: the most rows another process changed that a search's term index catches up by inline (8 ms of
 #: stemming and appending, about one FTS5 lookup at 10,000 memories); past it FTS5 answers while the
 #: loader thread catches up (``SqliteStorage._for_search``)
@@ -316,10 +369,10 @@ class SqliteStorage(Storage):
         #: each user's full-text terms, for BM25 in process: the text arm and the dedup lookups (storage/term_index.py)
         self._terms: VersionedCache[TermIndex] = VersionedCache(incremental=True)
         #: what keeping the vectors and term indexes current read from the database
-        self.cache_reads = {"vectors": CacheReads(), "text": CacheReads()}
+        self.cache_reads = {"vectors": CacheReads(), "text": CacheReads(), "sessions": CacheReads()}
         #: each user's session documents and members, for the session arm in process (``_session_index``),
-        #: kept current by this process's writes (``_append_to_sessions``, ``_bump``)
-        self._sessions: VersionedCache[_Sessions] = VersionedCache()
+        #: kept current by this process's writes (``_append_to_sessions``, ``_bump``), caught up after another's
+        self._sessions: VersionedCache[_Sessions] = VersionedCache(incremental=True)
         #: loads of term indexes for searches, off the request path and one at a time (``_for_search``)
         self._term_loader = ThreadPoolExecutor(1, thread_name_prefix="cortadel-terms")
         self._term_loads: dict[tuple[str, str], Future[None]] = {}
@@ -531,9 +584,14 @@ class SqliteStorage(Storage):
 
         An entry follows only when it reflects the version just before this one; anything else (a
         write by another process on the same file in between), or a change left out (None), leaves
-        it behind, to catch up by the changed rows at its next read (``_cached_or_loaded``).
+        it behind, to catch up by the changed rows at its next read (``_cached_or_loaded``). A
+        session index a change leaves out goes at once, and a load that read before this write is
+        not held after it: such a change rebuilt a document, which no catch-up replays, and freeing
+        the entry (2 ms at 10,000 memories) belongs in the write, not in the next search.
         """
         version = self._version(user_id)
+        if sessions is None:
+            self._sessions.drop(user_id, version)
         if user_id in self._written_through:
             self._vectors.amend(user_id, version, change)
             self._terms.amend(user_id, version, terms)
@@ -638,10 +696,11 @@ class SqliteStorage(Storage):
             flag = bool(now_current[0][0]) if now_current else False
             # A new text or session changes indexed terms, contexts and documents: those are reloaded.
             rewrites = bool(touched or {"text", "session_id"} & set(fields))
+            rebuilt = bool(touched or fields.get("session_id"))
             self._bump(
                 user_id, lambda entry: entry.set_current(memory_id, flag),
                 None if rewrites else lambda index: index.set_current(memory_id, flag),
-                None if rewrites else lambda entry: entry.set_current(memory_id, flag),
+                None if rebuilt else lambda entry: entry.set_current(memory_id, flag),
             )
 
     @staticmethod
@@ -783,7 +842,7 @@ class SqliteStorage(Storage):
             )
             # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
             rebuild_sessions(self, user_id, sessions)
-            self._bump(user_id, lambda entry: entry.remove(existing))
+            self._bump(user_id, lambda entry: entry.remove(existing), None, None if sessions else _no_change)
             self._purge()
             return len(existing)
 
@@ -863,15 +922,17 @@ class SqliteStorage(Storage):
         stems = self._conn().terms.stems
         for (user_id, session_id), texts in appends.items():
             added = SEPARATOR.join(texts)
-            self._exec(
-                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text",
-                (user_id, session_id, user_key(user_id), added, SEPARATOR),
+            version = self._version(user_id)
+            ((rowid, size),) = self._rows(
+                "INSERT INTO session_docs(user_id, session_id, user_key, text, changed_version) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = text || ? || excluded.text, "
+                "changed_version = excluded.changed_version RETURNING rowid, length(CAST(text AS BLOB))",
+                (user_id, session_id, user_key(user_id), added, version, SEPARATOR),
             )
             if self._sessions.get(user_id) is not None:
                 # The separator is no word: the document's terms are its old ones, then the new text's.
-                extend = partial(_Sessions.extend, session_id=session_id, added=stems(added))
-                self._sessions.amend(user_id, self._version(user_id), extend)
+                extend = partial(_Sessions.extend, session_id=session_id, added=stems(added), rowid=rowid, size=size)
+                self._sessions.amend(user_id, version, extend)
         self._exec("INSERT INTO session_docs_fts(session_docs_fts, rank) VALUES ('secure-delete', 1)")
 
     def put_session_document(self, user_id: str, session_id: str, text: str | None) -> None:
@@ -879,10 +940,12 @@ class SqliteStorage(Storage):
         if text is None:
             self._exec("DELETE FROM session_docs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             return
+        version = self._version(user_id)
         self._exec(
-            "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
-            (user_id, session_id, user_key(user_id), text),
+            "INSERT INTO session_docs(user_id, session_id, user_key, text, changed_version, rebuilt_version) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text, "
+            "changed_version = excluded.changed_version, rebuilt_version = excluded.rebuilt_version",
+            (user_id, session_id, user_key(user_id), text, version, version),
         )
 
     def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
@@ -891,7 +954,7 @@ class SqliteStorage(Storage):
         else:
             # BM25 in process, as text_search: FTS5 walked the long position lists of every
             # matching document. Same sessions, order and scores; FTS5 answers the rest.
-            sessions = self._for_search(self._sessions, self._session_index, user_id)
+            sessions = self._for_search(self._sessions, self._session_index, user_id, self._caught_up_sessions)
             revision = -1 if sessions is None else sessions.revision
             best = None if sessions is None or revision % 2 else sessions.terms.best_among(
                 self._conn().terms.phrases(query), partial(self._fts_totals, "session_docs_fts", user_id),
@@ -907,17 +970,23 @@ class SqliteStorage(Storage):
         write's, when it runs in one)."""
         with self._one_snapshot():
             version = self.user_version(user_id)
-            documents = self._rows("SELECT session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,))
+            documents = self._rows(
+                "SELECT rowid, session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,)
+            )
             # session_members' query, every session at once, ended facts too (for the writes to come)
             rows = self._rows(
                 "SELECT session_id, id, created_at, expired_at IS NULL AND invalid_at IS NULL FROM memories "
                 "WHERE user_id = ? AND session_id IS NOT NULL ORDER BY session_id, created_at, rowid",
                 (user_id,),
             )
+        reads = self.cache_reads["sessions"]
+        reads.reloads += 1
+        reads.rows += len(documents) + len(rows)
         stems = self._conn().terms.stems
-        documents_stems = [(session_id, stems(text) if text else []) for session_id, text in documents]
+        documents_stems = [(session_id, stems(text) if text else []) for _, session_id, text in documents]
         terms = TermIndex.load(
             version, [(session_id, words, [], True) for session_id, words in documents_stems], context_weight=CONTEXT_WEIGHT,
+            last_rowid=documents[-1][0] if documents else 0,
         )
         members: dict[str, list[str]] = {}
         session_of: dict[str, str] = {}
@@ -928,9 +997,31 @@ class SqliteStorage(Storage):
             if current:
                 members.setdefault(session_id, []).append(memory_id)
         last_stems = {session_id: words[-1] for session_id, words in documents_stems if words}
-        sessions = _Sessions(version, terms, members, session_of, last_stems, latest)
+        sizes = {session_id: (rowid, len(text.encode()) if text else 0) for rowid, session_id, text in documents}
+        sessions = _Sessions(version, terms, members, session_of, last_stems, latest, sizes)
         self._sessions.put(user_id, sessions)
         return sessions
+
+    def _caught_up_sessions(self, user_id: str) -> _Sessions | None:
+        """The user's ``_Sessions`` brought to their version by what another process's writes
+        changed since its own (``_Sessions.catch_up``), inline in a search as the term index is;
+        None when only a whole read (``_session_index``, by the loader thread) can tell."""
+        def apply(entry: _Sessions, rows: list[tuple[Any, ...]]) -> bool:
+            documents = self._rows(
+                "SELECT rowid, session_id, text, rebuilt_version FROM session_docs "
+                "WHERE user_id = ? AND changed_version > ? ORDER BY rowid",
+                (user_id, entry.version),
+            )
+            # Counted on the documents' key, a few entries a user. A deletion shows here or as a rebuilt
+            # document, so the user's session members need no count (0.17 ms at 10,000 memories).
+            ((held,),) = self._rows("SELECT count(*) FROM session_docs WHERE user_id = ?", (user_id,))
+            self.cache_reads["sessions"].rows += len(documents)
+            return entry.catch_up(rows, documents, held, self._conn().terms.stems)
+
+        return self._cached_or_loaded(
+            user_id, self._sessions, "rowid, id, session_id, created_at, expired_at IS NULL AND invalid_at IS NULL",
+            None, apply, self.cache_reads["sessions"],
+        )
 
     def _fts5_session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
         """``session_search`` ranked by FTS5's bm25()."""
@@ -954,7 +1045,7 @@ class SqliteStorage(Storage):
         if not session_ids:
             return {}
         if not filters.narrows and self._write_owner != threading.get_ident():
-            sessions = self._for_search(self._sessions, self._session_index, user_id)
+            sessions = self._for_search(self._sessions, self._session_index, user_id, self._caught_up_sessions)
             if sessions is not None:  # a row lookup per member for the current-facts test, saved
                 return {s: list(sessions.members[s]) for s in dict.fromkeys(session_ids) if s in sessions.members}
         where, params = self._where(user_id, filters)
@@ -1146,17 +1237,17 @@ class SqliteStorage(Storage):
 
     def _cached_or_loaded(
         self, user_id: str, cache: VersionedCache[_Loaded], columns: str,
-        build: Callable[[int, list[tuple[Any, ...]]], _Loaded | None],
-        apply: Callable[[_Loaded, int, list[tuple[Any, ...]]], bool], reads: CacheReads, *, whole: bool = True,
+        build: Callable[[int, list[tuple[Any, ...]]], _Loaded | None] | None,
+        apply: Callable[[_Loaded, list[tuple[Any, ...]]], bool], reads: CacheReads,
     ) -> _Loaded | None:
         """``cache``'s entry for the user brought to their version: as it is when it is at it;
-        caught up by ``apply`` (the entry, the count of unchanged rows, the others' ``columns``)
-        from the rows changed since its version when that can tell; else, if ``whole``, one
-        ``build`` makes of the version and all the rows' ``columns``. Versions and rows are read in
-        one snapshot. None for a user without rows, or (not ``whole``) when only a whole read can
-        tell or more than ``CATCH_UP_INLINE_ROWS`` rows changed. Inside a write the view may hold
-        rows that never commit: a rollback drops the entry (caching it, a batch for a new user no
-        longer reloads per memory)."""
+        caught up by ``apply`` (the entry, the ``columns`` of the rows changed since its version,
+        in rowid order; it reads what else it needs in the same snapshot) when that can tell; else
+        the one ``build`` makes of the version and all the rows' ``columns``. Versions and rows are
+        read in one snapshot. None for a user without rows, or (no ``build``) when only a whole
+        read can tell or more than ``CATCH_UP_INLINE_ROWS`` rows changed. Inside a write the view
+        may hold rows that never commit: a rollback drops the entry (caching it, a batch for a new
+        user no longer reloads per memory)."""
         in_write = self._write_owner == threading.get_ident()
         if in_write and user_id in self._bumped:  # this transaction set the version: no read
             cached = cache.current(user_id, self._bumped[user_id])
@@ -1172,15 +1263,19 @@ class SqliteStorage(Storage):
                 return entry
             if entry is not None and entry.version < version:
                 since = entry.version
-                found = self._changed_since(user_id, columns, since, None if whole else CATCH_UP_INLINE_ROWS)
-                if found is None:  # too many for a search to wait for
+                changed = self._changed_since(user_id, columns, since, None if build is not None else CATCH_UP_INLINE_ROWS)
+                if changed is None:  # too many for a search to wait for
                     return None
-                unchanged, changed = found
                 reads.rows += len(changed)
-                if cache.catch_up(user_id, entry, since, version, lambda held: apply(held, unchanged, changed)):
+                if cache.catch_up(user_id, entry, since, version, lambda held: apply(held, changed)):
                     reads.catch_ups += 1
                     return entry
-            if not whole:
+                if build is None:
+                    # Dropped by the cache: the loader thread frees it, not this search (an index is
+                    # tens of thousands of objects, 2 ms at 10,000 memories). This frame lets go first.
+                    self._term_loader.submit(_free, entry)
+                    return None
+            if build is None:
                 return None
             rows = self._rows(f"SELECT {columns} FROM memories WHERE user_id = ? ORDER BY rowid", (user_id,))
             reads.rows += len(rows)
@@ -1207,10 +1302,9 @@ class SqliteStorage(Storage):
 
     def _changed_since(
         self, user_id: str, columns: str, since: int, at_most: int | None = None
-    ) -> tuple[int, list[tuple[Any, ...]]] | None:
-        """How many of the user's rows are unchanged since version ``since``, and ``columns`` of the
-        others, in rowid order; None, reading no row, when more than ``at_most`` changed. Read in the
-        caller's snapshot."""
+    ) -> list[tuple[Any, ...]] | None:
+        """``columns`` of the user's rows changed since version ``since``, in rowid order; None,
+        reading no row, when more than ``at_most`` changed. Read in the caller's snapshot."""
         if at_most is not None:
             # counted on the user's changed_version index: the rows themselves (sorted by rowid
             # below, so a LIMIT there would still read them all) are never read
@@ -1220,20 +1314,24 @@ class SqliteStorage(Storage):
             )[0]
             if over:
                 return None
-        changed = self._rows(
+        return self._rows(
             f"SELECT {columns} FROM memories WHERE user_id = ? AND changed_version > ? ORDER BY rowid", (user_id, since)
         )
+
+    def _rows_besides(self, user_id: str, changed: Sequence[object]) -> int:
+        """How many of the user's rows are not among ``changed`` (``_changed_since``'s), in the
+        caller's snapshot: what tells a cache that rows went away."""
         # counted on the user's created_at index: its entries are small, no row is read
-        total = self._rows("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,))[0][0]
-        return total - len(changed), changed
+        return int(self._rows("SELECT count(*) FROM memories WHERE user_id = ?", (user_id,))[0][0]) - len(changed)
 
     def _user_vectors(self, user_id: str) -> UserVectors | None:
         """The user's embeddings: the cached entry when it is at the user's version, else caught up
         by the changed rows, else read whole. Writes in this process keep the entry current
         (``_bump``): it catches up after another process wrote, and is read whole on first use and
         after a rollback or a deletion by another process."""
-        def apply(entry: UserVectors, unchanged: int, rows: list[tuple[Any, ...]]) -> bool:
+        def apply(entry: UserVectors, rows: list[tuple[Any, ...]]) -> bool:
             changed = _changed_vectors(rows)
+            unchanged = self._rows_besides(user_id, rows)
             return entry.apply(unchanged, changed, self._present_rowids(user_id, entry, unchanged, changed))
 
         return self._cached_or_loaded(
@@ -1301,9 +1399,9 @@ class SqliteStorage(Storage):
             )
 
         return self._cached_or_loaded(
-            user_id, self._terms, "rowid, id, text, context, expired_at IS NULL AND invalid_at IS NULL", build,
-            lambda index, unchanged, rows: index.apply(unchanged, stemmed_rows(rows)), self.cache_reads["text"],
-            whole=whole,
+            user_id, self._terms, "rowid, id, text, context, expired_at IS NULL AND invalid_at IS NULL",
+            build if whole else None, lambda index, rows: index.apply(self._rows_besides(user_id, rows), stemmed_rows(rows)),
+            self.cache_reads["text"],
         )
 
     # -- history ---------------------------------------------------------------------------------
@@ -1581,7 +1679,7 @@ class SqliteStorage(Storage):
             if through is not None and reached > int(through):
                 self._set_meta(REINDEX_THROUGH, str(reached))
             for user_id in users:
-                self._bump(user_id)
+                self._bump(user_id, sessions=_no_change)
 
     def finish_reindex(self) -> bool:
         with self.write():
@@ -1743,9 +1841,11 @@ class SqliteStorage(Storage):
 
     def load_sessions(self, user_id: str, documents: Sequence[tuple[str, str]]) -> None:
         with self.write(user_id):
+            version = self._version(user_id)
             self._insert_many(
-                "INSERT INTO session_docs(user_id, session_id, user_key, text) VALUES (?, ?, ?, ?)",
-                [(user_id, session_id, user_key(user_id), text) for session_id, text in documents],
+                "INSERT INTO session_docs(user_id, session_id, user_key, text, changed_version, rebuilt_version) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(user_id, session_id, user_key(user_id), text, version, version) for session_id, text in documents],
             )
             # A new version: a session index cached before the import is left behind (vectors and terms are not).
             self._bump(user_id, _no_change, _no_change)

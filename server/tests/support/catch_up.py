@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -51,9 +52,12 @@ def write_the_first_rows(a: Storage, rng: random.Random) -> None:
     a.insert_memory(record("other", "Ana likes coffee.", None, T0), unit(rng))
 
 
-def search_while_writing(a: Storage, b: Storage, rng: random.Random, probes: list[np.ndarray]) -> list[BaseException]:
-    """Four threads of ``b`` ask every cached arm, again and again, while ``a`` writes 100 rows of
-    one session and ends every tenth row written 150 before; what the searches raised."""
+def search_while_writing(
+    a: Storage, b: Storage, rng: random.Random, probes: list[np.ndarray], ask: Callable[[Storage], object] | None = None,
+) -> list[BaseException]:
+    """Four threads of ``b`` ask every cached arm (or what ``ask`` asks of it), again and again,
+    while ``a`` writes 100 rows of one session and ends every tenth row written 150 before; what
+    the searches raised."""
     failures: list[BaseException] = []
     writing = threading.Event()
     writing.set()
@@ -61,7 +65,10 @@ def search_while_writing(a: Storage, b: Storage, rng: random.Random, probes: lis
     def search() -> None:
         while writing.is_set():
             try:
-                answers(b, probes)
+                if ask is None:
+                    answers(b, probes)
+                else:
+                    ask(b)
             except BaseException as exc:  # noqa: BLE001 - reported to the caller
                 failures.append(exc)
                 return
