@@ -38,7 +38,6 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from cortadel_server.errors import ProviderError, StorageError
@@ -49,7 +48,7 @@ from cortadel_server.providers.reranking.base import Reranker
 from cortadel_server.storage.base import JobGroup, Storage
 from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.storage.vector_cache import CacheReads
-from cortadel_server.worker_metrics import WorkerProcessCollector, shared_directory
+from cortadel_server.worker_metrics import SharedFilesCollector, WorkerProcessCollector, shared_directory
 
 log = logging.getLogger("cortadel.metrics")
 
@@ -94,7 +93,7 @@ class Metrics:
         if shared is None:
             ProcessCollector(registry=self.registry)
         else:  # a scrape reads every worker's counts from the shared files (this one's too), and process_* from /proc
-            MultiProcessCollector(self.registry, path=str(shared))  # type: ignore[no-untyped-call]  # the library's, untyped
+            SharedFilesCollector(self.registry, shared)
             self.registry.register(WorkerProcessCollector(shared))
         own = self.registry if shared is None else None
         self.request_seconds = Histogram(
