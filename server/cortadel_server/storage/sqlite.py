@@ -94,6 +94,9 @@ from cortadel_server.storage.vector_cache import (
     screened_searches,
 )
 
+#: what joins the texts of a session document, as its bytes (``_Sessions.catch_up``)
+SEPARATOR_BYTES = SEPARATOR.encode()
+
 
 class _Sessions:
     """One user's session documents as terms (a row a document, in rowid order: FTS5's order of
@@ -200,8 +203,8 @@ class _Sessions:
                 added = data
             else:
                 held_rowid, size = held
-                # appended to since: the held text, then the separator and the new texts
-                if held_rowid != rowid or len(data) < size or (len(data) > size and data[size:size + 1] != SEPARATOR_BYTES):
+                # appended to since, if at all: the held text, then the separator and the new texts
+                if held_rowid != rowid or (len(data) != size and not data.startswith(SEPARATOR_BYTES, size)):
                     return False
                 added = data[size + 1:]
             self.extend(session_id, stems(added.decode()) if added else [], rowid, len(data))
@@ -341,8 +344,6 @@ class _Connection(apsw.Connection):
 
 #: a user's searches before their in-process indexes are loaded (``SqliteStorage._for_search``)
 INDEX_AFTER_SEARCHES = 20
-SEPARATOR_BYTES = SEPARATOR.encode()
-
 #: the most rows another process changed that a search's term index catches up by inline (8 ms of
 #: stemming and appending, about one FTS5 lookup at 10,000 memories); past it FTS5 answers while the
 #: loader thread catches up (``SqliteStorage._for_search``)
@@ -687,8 +688,9 @@ class SqliteStorage(Storage):
             )
             if "text" not in fields:  # only a new text changes full-text rows (the update trigger): a supersede keeps the totals
                 self._memory_totals = totals
-            if touched or fields.get("session_id"):
-                rebuild_sessions(self, user_id, [*touched, *([fields["session_id"]] if fields.get("session_id") else [])])
+            rebuilt = [*touched, *([fields["session_id"]] if fields.get("session_id") else [])]
+            if rebuilt:
+                rebuild_sessions(self, user_id, rebuilt)
             now_current = self._rows(
                 "SELECT expired_at IS NULL AND invalid_at IS NULL FROM memories WHERE id = ? AND +user_id = ?",
                 (memory_id, user_id),
@@ -696,7 +698,6 @@ class SqliteStorage(Storage):
             flag = bool(now_current[0][0]) if now_current else False
             # A new text or session changes indexed terms, contexts and documents: those are reloaded.
             rewrites = bool(touched or {"text", "session_id"} & set(fields))
-            rebuilt = bool(touched or fields.get("session_id"))
             self._bump(
                 user_id, lambda entry: entry.set_current(memory_id, flag),
                 None if rewrites else lambda index: index.set_current(memory_id, flag),

@@ -65,10 +65,7 @@ def search_while_writing(
     def search() -> None:
         while writing.is_set():
             try:
-                if ask is None:
-                    answers(b, probes)
-                else:
-                    ask(b)
+                (ask or (lambda store: answers(store, probes)))(b)
             except BaseException as exc:  # noqa: BLE001 - reported to the caller
                 failures.append(exc)
                 return
