@@ -6,6 +6,7 @@ edits, and each filter a search can carry."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 from functools import partial
@@ -288,10 +289,39 @@ def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
     for key in [*whole._terms, *whole._pairs]:
         mine = extended._terms.get(key) or extended._pairs[key]
         theirs = whole._terms.get(key) or whole._pairs[key]
-        assert (list(mine.rows), list(mine.freq)) == (list(theirs.rows), list(theirs.freq)), key
+        assert mine == theirs, key  # rows and frequencies, byte for byte
     assert list(extended._length) == list(whole._length) == [7.0, 6.0, 1.0]
     for phrases in ([["tea"]], [["sister"], ["ana"]], [["kenji", "s"]], [["sister", "s"]], [["ana", "s"]]):
         assert extended.best(phrases, lambda _: Totals(3, 20), limit=3) == whole.best(phrases, lambda _: Totals(3, 20), limit=3)
+
+
+def _tracked_within(root: object) -> list[object]:
+    """The objects reachable from ``root`` that Python's cyclic garbage collector tracks."""
+    seen, todo, tracked = {id(root)}, [root], []
+    while todo:
+        item = todo.pop()
+        if gc.is_tracked(item):
+            tracked.append(item)
+        for referent in gc.get_referents(item):
+            if id(referent) not in seen and not isinstance(referent, type):
+                seen.add(id(referent))
+                todo.append(referent)
+    return tracked
+
+
+def test_an_index_holds_a_fixed_handful_of_objects_for_the_garbage_collector_however_many_terms() -> None:
+    """Postings are bytes: a full collection walks no object per term or pair, loaded or appended
+    (two arrays in a holder were three tracked objects a key)."""
+    texts = _texts(900)
+    index = TermIndex.load(1, [(f"m{i}", t.lower().split(), [], True) for i, t in enumerate(texts[:600])],
+                           context_weight=0.3)
+    for i, text in enumerate(texts[600:]):
+        index.append(f"n{i}", [*text.lower().split(), f"word{i}"], [], True)  # 300 new terms and pairs
+    index.extend("m0", "porto.", ["more", "words"])
+    assert len(index._terms) + len(index._pairs) > 600
+    gc.collect()  # tuples and dicts holding nothing tracked are untracked by a collection
+    kinds = sorted(type(o).__name__ for o in _tracked_within(index))
+    assert kinds == ["TermIndex", "array", "array", "array", "list", "lock"], kinds
 
 
 def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_the_write_moved_on(
