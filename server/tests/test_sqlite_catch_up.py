@@ -2,15 +2,15 @@
 SQLite file catches up by reading only the rows those writes changed (``changed_version``), and
 then answers exactly what a process that loads the user afresh answers: the same hits, in the same
 order, with the same scores, after inserts, supersedes and expiries, edits, new embeddings,
-imports, a rolled-back write, deletions, an erasure and a vector of another dimension. What the
-changed rows cannot tell is read whole: deletions for the term index (the vectors read the rowids
-left and drop the rows gone), an edit's new terms (for the term index), a vector given to a row in
-the middle, a vector of another dimension, a deleted rowid given to a new row.
+imports, a rolled-back write, deletions, an erasure and a vector of another dimension. Deletions
+leave no trace in the rows: both read the rowids left and drop the rows gone; an edit's new terms
+replace the row's old ones in place. What the changed rows cannot tell is read whole: a vector
+given to a row in the middle, a vector of another dimension, a deleted rowid given to a new row.
 
 Two storage objects on one file stand for two processes (A writes, B searches); each check
 compares B with a third opened for the check alone and loaded whole. The last test runs
-`cortadel serve --workers 2`: a search on the worker that did not take an add catches up, as
-/metrics counts."""
+`cortadel serve --workers 2`: a search on the worker that did not take an add or a deletion
+catches up, as /metrics counts."""
 
 from __future__ import annotations
 
@@ -119,12 +119,12 @@ def test_a_process_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one
     a.update_memory(USER, "m8", invalid_at=T0 + 301)
     assert changed_rows_read(b, path, probes) == (3, 3, 0)
 
-    # an edit of a session member: its text, and the context of the member written after it; the
-    # vectors catch up, the term index (new terms) is read whole
+    # an edit of a session member: its text, and the context of the member written after it; both
+    # catch up, the term index replacing the two rows' terms in place
     a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
-    assert changed_rows_read(b, path, probes) == (2, 2 + 158, 1)
+    assert changed_rows_read(b, path, probes) == (2, 2, 0)
     a.update_memory(USER, "m2", text="Hiro plays chess in Tokyo.")  # no session: one row
-    assert changed_rows_read(b, path, probes) == (1, 1 + 158, 1)
+    assert changed_rows_read(b, path, probes) == (1, 1, 0)
 
     # new embeddings (a reindex's batch), and B's own write in between: B follows its write, then catches up
     b.insert_memory(record("by-b", "Elena moved to Berlin for the yoga.", "s1", T0 + 400), probes[1])
@@ -147,12 +147,14 @@ def test_a_process_behind_reads_only_the_changed_rows_and_answers_as_a_fresh_one
         raise RuntimeError("roll back")
     assert changed_rows_read(b, path, probes) == (0, 0, 0)
 
-    # deletions leave no trace in the rows: B notices by the count; the vectors drop the rows whose
-    # rowids are gone (the 159 rowids read), the term index is read whole
-    rowids = b.cache_reads["vectors"].rowids
+    # deletions leave no trace in the rows: B notices by the count; both caches drop the rows whose
+    # rowids are gone (the 159 rowids read by each)
+    rowids = b.cache_reads["vectors"].rowids, b.cache_reads["text"].rowids
+    removed = b._terms.get(USER).removed  # type: ignore[union-attr]
     a.delete_memories(USER, ["m4", "m20"])
-    assert changed_rows_read(b, path, probes) == (0, 159, 1)
-    assert b.cache_reads["vectors"].rowids - rowids == 159
+    assert changed_rows_read(b, path, probes) == (0, 0, 0)
+    assert (b.cache_reads["vectors"].rowids - rowids[0], b.cache_reads["text"].rowids - rowids[1]) == (159, 159)
+    assert b._terms.get(USER).removed == removed + 2  # type: ignore[union-attr]
 
     # the file's last row deleted and its rowid given to a new row: the count is the same, the
     # rowid is not new: read whole
@@ -260,7 +262,7 @@ def test_searches_running_while_the_process_catches_up_see_whole_entries(
     assert changed_rows_read(b, path, probes)[2] == 0
 
 
-def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_path: Path) -> None:
+def test_a_search_on_the_other_worker_after_an_add_or_a_deletion_catches_up_by_its_rows(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "cortadel.db", env={"CORTADEL_WORKERS": "2"}, database_url=database_for("sqlite"))
     server.start()
     clients: list[httpx.Client] = []
@@ -301,10 +303,12 @@ def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_pa
         before = cache_counts(scrape(searcher))
         assert {cache: before[("cortadel_cache_reads_total", cache, "reloads")] for cache in loaded} == loaded
 
+        added_ids = []
         for i in range(5):
             text = f"Farid sails to Zanzibar on boat {1000 + i}."
             added = writer.post("/api/v1/memories", json={"user_id": USER, "text": text, "infer": False})
             assert added.status_code == 200 and added.json()["event"] == "ADD"
+            added_ids.append(added.json()["id"])
             found = searcher.post("/api/v1/memories/search", json={"user_id": USER, "query": text, "top_k": 3})
             assert found.status_code == 200 and found.json()["results"][0]["content"] == text
         after = cache_counts(scrape(searcher))
@@ -317,6 +321,26 @@ def test_a_search_on_the_other_worker_after_an_add_catches_up_by_its_rows(tmp_pa
             ("cortadel_cache_reads_total", "sessions", "catch_ups"): 5,
             ("cortadel_cache_rows_read_total", "sessions", "rows"): 10,
         }
+
+        # a deletion on the writer: the searcher's indexes drop the row in place, none is read whole
+        deleted = writer.request("DELETE", "/api/v1/memories", json={"user_id": USER, "memory_ids": added_ids[:1]})
+        assert deleted.status_code == 200 and deleted.json()["message"] == "Deleted 1 memory"
+        found = searcher.post("/api/v1/memories/search", json={"user_id": USER, "query": "boat 1000", "top_k": 10})
+        assert found.status_code == 200
+        contents = [hit["content"] for hit in found.json()["results"]]
+        boats = [f"Farid sails to Zanzibar on boat {1000 + i}." for i in range(5)]
+        assert boats[0] not in contents and set(boats[1:]) <= set(contents), contents
+        moved = {key: value - after[key] for key, value in cache_counts(scrape(searcher)).items() if value != after[key]}
+        rows = 200 + 1 + 5 - 1  # the batch, the first add, the five, less the one deleted
+        # one changed row each: the next member of the deleted one's inferred episode, its context rebuilt
+        assert {key: value for key, value in moved.items() if key[1] != "sessions"} == {
+            ("cortadel_cache_reads_total", "vectors", "catch_ups"): 1, ("cortadel_cache_rows_read_total", "vectors", "rows"): 1,
+            ("cortadel_cache_rows_read_total", "vectors", "rowids"): rows,
+            ("cortadel_cache_reads_total", "text", "catch_ups"): 1, ("cortadel_cache_rows_read_total", "text", "rows"): 1,
+            ("cortadel_cache_rows_read_total", "text", "rowids"): rows,
+        }
+        assert moved[("cortadel_cache_reads_total", "sessions", "catch_ups")] == 1
+        assert ("cortadel_cache_reads_total", "sessions", "reloads") not in moved
     finally:
         for client in clients:
             client.close()
@@ -373,13 +397,19 @@ def whole_sessions_read(a: SqliteStorage) -> int:
     )[0][0])
 
 
+def members_of(a: SqliteStorage, session_id: str) -> int:
+    """The memories of a session, current or not: what a catch-up reads again of a rebuilt one."""
+    return int(a._rows("SELECT count(*) FROM memories WHERE user_id = ? AND session_id = ?", (USER, session_id))[0][0])
+
+
 def test_a_process_behind_catches_its_session_index_up_by_the_changed_memories_and_documents(
     processes: tuple[SqliteStorage, SqliteStorage], path: Path
 ) -> None:
     """B's session index follows A's writes by the memories and session documents they changed: a
-    member joins its session and its text extends the document, a member that ends leaves. A
-    document replaced rather than appended to (an edit or a deletion rebuilds it), an import of
-    documents, or a member dated before its session's last, is read whole."""
+    member joins its session and its text extends the document, a member that ends leaves, a
+    document replaced rather than appended to (an edit or a deletion rebuilds it) has its terms
+    replaced and its session's members read again, a document deleted goes, imported documents
+    join. A member dated before its session's last is read whole."""
     a, b = processes
     rng = random.Random(17)
     write_the_first_rows(a, rng)  # 75 memories in sessions s0, s1, s2
@@ -412,19 +442,20 @@ def test_a_process_behind_catches_its_session_index_up_by_the_changed_memories_a
         raise RuntimeError("roll back")
     assert session_rows_read(b, path) == (0, 0)
 
-    # an edit rebuilds its session's document: read whole (after the changed rows showed it)
+    # an edit rebuilds its session's document: its terms replaced, its members read again
     a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
-    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)
+    assert session_rows_read(b, path) == (2 + 1 + members_of(a, "s1"), 0) == (34, 0)
     # a member dated before its session's last: write order cannot place it
     a.insert_memory(record("dated", "Bob likes sushi in Tokyo.", "s2", T0 + 2), unit(rng))
     assert session_rows_read(b, path) == (1 + 1 + whole_sessions_read(a), 1)
     # a deletion: the member after it gets a new context, and so does "dated" (the rebuild puts it
-    # in time order, first), in the changed rows
+    # in time order, first), in the changed rows; m5 leaves its session's members
     a.delete_memories(USER, ["m5"])
-    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)
+    assert session_rows_read(b, path) == (2 + 1 + members_of(a, "s2"), 0) == (28, 0)
+    assert "m5" not in b._sessions.get(USER).session_of  # type: ignore[union-attr]
     # imported documents
     a.load_sessions(USER, [("s-imported", "Dmitri likes hiking in Oslo.")])
-    assert session_rows_read(b, path) == (1 + whole_sessions_read(a), 1)
+    assert session_rows_read(b, path) == (1, 0)
     # and afterwards catches up again by the changed rows
     a.insert_memory(record("later", "Grace likes guitar in Lisbon.", "s-imported", T0 + 900), unit(rng))
     assert session_rows_read(b, path) == (1 + 1, 0)
@@ -440,17 +471,17 @@ def test_a_process_behind_catches_its_session_index_up_by_the_changed_memories_a
     assert len(longer) == len(first + "\n" + second)
     a.update_memory(USER, "e1", text=longer)
     assert a._rows("SELECT text FROM session_docs WHERE session_id = 's-edit'") == [(longer + "\n" + second,)]
-    assert session_rows_read(b, path) == (2 + 1 + whole_sessions_read(a), 1)  # e1's text, e2's context
+    assert session_rows_read(b, path) == (2 + 1 + 2, 0)  # e1's text, e2's context, the document, its two members
 
-    # a document written by anything but the backend is read again by every catch-up, which it fails
+    # a document written by anything but the backend is read again by every catch-up, which replaces its terms again
     with a.write(USER):
         a._exec("INSERT INTO session_docs(user_id, session_id, user_key, text) "
                 "SELECT user_id, 's-by-hand', user_key, 'Ana likes coffee in Zanzibar.' FROM session_docs LIMIT 1")
         a._bump(USER)
     assert a._rows("SELECT changed_version, rebuilt_version FROM session_docs WHERE session_id = 's-by-hand'") == [(2**63 - 1,) * 2]
-    assert session_rows_read(b, path) == (1 + whole_sessions_read(a), 1)
+    assert session_rows_read(b, path) == (1, 0)
     a.update_memory(USER, "m7", expired_at=T0 + 901)
-    assert session_rows_read(b, path) == (1 + 1 + whole_sessions_read(a), 1)
+    assert session_rows_read(b, path) == (1 + 1, 0)
 
 
 def test_session_searches_running_while_the_process_catches_up_see_whole_entries(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from cortadel_server.storage.base import SUPERSEDED, MemoryFilters, MemoryRecord
-from cortadel_server.storage.sqlite import SqliteStorage, user_key
+from cortadel_server.storage.sqlite import SqliteStorage, _Sessions, user_key
 from cortadel_server.storage.term_index import TermIndex, Totals
 
 NAMES = ["Priya", "Tom", "Ana", "Kenji"]
@@ -113,19 +113,26 @@ def test_the_index_ranks_with_fts5s_formula_to_the_bit(store: SqliteStorage) -> 
     assert _both(store, "sister", MemoryFilters(), user="nobody") == ([], [])
 
 
-def test_inserts_update_the_index_in_place_and_deletes_and_edits_reload_it(store: SqliteStorage) -> None:
+def test_inserts_update_the_index_in_place_and_deletes_and_edits_catch_it_up(store: SqliteStorage) -> None:
     index = store._term_index("alice")
+    assert index is not None
+    text = store.cache_reads["text"]
     with store.write("alice"):
         _insert(store, "alice", _texts(10, offset=7), 400)
     assert store._search_terms("alice") is index  # kept current by the write, not reloaded
     assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
+    reloads = text.reloads
     store.delete_memories("alice", [f"alice-{i}" for i in range(0, 60, 2)])
-    assert store._search_terms("alice") is None  # stale: the next search loads it again
-    assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
-    reloaded = store._search_terms("alice")
+    # the next search takes the 30 rows out in place (their rowids gone), and the sessions' contexts rebuilt
+    assert store._search_terms("alice") is index and (index.removed, index.n) == (30, 310)
+    for filters in FILTERS.values():
+        assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, filters) for q in QUERIES))
     store.update_memory("alice", "alice-3", text="Priya's sister moved to Oslo.")  # its text and its successor's context
-    assert reloaded is not None and store._search_terms("alice") is None
-    assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, MemoryFilters()) for q in QUERIES))
+    assert store._search_terms("alice") is index
+    for filters in FILTERS.values():
+        assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, filters) for q in QUERIES))
+    assert _both(store, "Oslo", MemoryFilters(), limit=300)[0][0][0] == "alice-3"
+    assert text.reloads == reloads  # caught up each time, never read whole
 
 
 @pytest.mark.parametrize("name", FILTERS)
@@ -321,7 +328,7 @@ def test_an_index_holds_a_fixed_handful_of_objects_for_the_garbage_collector_how
     assert len(index._terms) + len(index._pairs) > 600
     gc.collect()  # tuples and dicts holding nothing tracked are untracked by a collection
     kinds = sorted(type(o).__name__ for o in _tracked_within(index))
-    assert kinds == ["TermIndex", "array", "array", "array", "list", "lock"], kinds
+    assert kinds == ["TermIndex", "array", "array", "array", "list", "list", "lock"], kinds
 
 
 def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_the_write_moved_on(
@@ -357,34 +364,36 @@ def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_
     assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
 
 
-def test_a_load_that_read_before_a_write_that_dropped_the_session_index_is_not_held(store: SqliteStorage) -> None:
-    """A deletion rebuilds its session's document, which no catch-up replays: the write drops the
-    session index, and a load that read before it and finishes after it is not held either (it
-    would be behind by a rebuilt document, and dropped again by the next search)."""
+def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_next_search(store: SqliteStorage) -> None:
+    """A deletion rebuilds its session's document: the write leaves the session index behind, and
+    a load that read before the write and finishes after it is not held in its place (it is no
+    later). The next search catches the entry up: the member gone, the document's new terms."""
     loaded = store._session_index("alice")
-    gone = loaded.members["alice-s0"][0]
+    gone, *kept = loaded.members["alice-s0"]
+    before = loaded.version
     read_first, written = threading.Event(), threading.Event()
-    late: list[int] = []
+    late: list[_Sessions] = []
 
     def load_late() -> None:  # the loader's reads: in a snapshot opened before the write
         with store.search_snapshot("alice"):
             read_first.set()
             written.wait(5)
-            late.append(store._session_index("alice").version)
+            late.append(store._session_index("alice"))
 
     thread = threading.Thread(target=load_late)
     thread.start()
     assert read_first.wait(5)
     store.delete_memories("alice", [gone])
-    assert store._sessions.get("alice") is None
+    assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
     written.set()
     thread.join(5)
-    assert late == [loaded.version]
-    assert store._sessions.get("alice") is None
-    # loaded again after the write, it is held
-    again = store._session_index("alice")
-    assert store._sessions.current("alice", store.user_version("alice")) is again and gone not in again.session_of
-    assert again.members["alice-s0"] == loaded.members["alice-s0"][1:]
+    assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
+    for query in QUERIES:  # the first search catches the entry up in place; all rank as FTS5 does
+        ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
+        assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
+        assert store._sessions.current("alice", store.user_version("alice")) is loaded
+    assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
+    assert store.cache_reads["sessions"].catch_ups == 1
 
 
 def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_index_current(store: SqliteStorage) -> None:
@@ -508,10 +517,10 @@ def test_a_write_loads_the_session_index_a_user_never_had_and_the_next_search_ra
     assert [s.id for s in store.session_search("alice", "Zanzibar", 5)] == ["alice-s20"]
     assert store._searches == {}  # no search counted towards a load, none asked for
 
-    # Left behind by an edit, the entry is not loaded again by writes: searches decide.
+    # Left behind by an edit (a rebuilt document), the entry catches up at the next search.
     store.update_memory("alice", "alice-3", text="Tom likes green tea in Porto.")
-    assert store._sessions.get("alice") is None
-    with store.write("alice"):
-        store.text_search("alice", "sister", MemoryFilters(), 8)
-        assert store._sessions.get("alice") is None
+    assert store._sessions.get("alice") is loaded and store._sessions.current("alice", store.user_version("alice")) is None
+    ranked = store.session_search("alice", "green tea", 5)
+    assert [(s.id, s.score) for s in ranked] == [(s.id, s.score) for s in store._fts5_session_search("alice", "green tea", 5)]
+    assert ranked[0].id == "alice-s1" and store._sessions.current("alice", store.user_version("alice")) is loaded
     store.close()

@@ -21,6 +21,7 @@ asks FTS5. ``tests/test_sqlite_text_search.py`` compares both, hits, order and s
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import struct
@@ -56,6 +57,8 @@ class Totals:
 #: 10,000 memories, walked by every full collection as long as the index is cached.
 Postings = tuple[bytearray, bytearray]
 _ROW = struct.Struct("=q")  # native order, as numpy reads them
+#: the rowid a removed row holds (0: a row that came without one)
+_REMOVED = -1
 _FREQ = struct.Struct("=d")
 
 
@@ -67,8 +70,17 @@ def _held(postings: dict[str, Postings], key: str) -> Postings:
     return held
 
 
+def _place_of(rows: bytearray, row: int) -> int:
+    """Where ``row`` is, or would go, among ``rows`` (int64, increasing), in bytes. For writers
+    only: it exports the buffer for a moment, and a resize meanwhile would fail. Every change of an
+    index runs under its cache's lock, and searches never export (``_rows_below``)."""
+    with memoryview(rows) as raw, raw.cast("q") as keys:
+        return bisect.bisect_left(keys, row) * _ROW.size
+
+
 def _rows_below(rows: bytearray, n: int) -> int:
-    """How many of ``rows`` (int64, increasing) are below ``n``."""
+    """How many of ``rows`` (int64, increasing) are below ``n``, read without exporting the
+    buffer: a search may run this while a write grows it."""
     low, high = 0, len(rows) // _ROW.size
     while low < high:
         middle = (low + high) // 2
@@ -85,9 +97,15 @@ def _counts(stems: Iterable[str]) -> dict[str, int]:
     return counts
 
 
-def _signature(text: Sequence[str], context: Sequence[str]) -> int:
-    """A row's terms as one number: equal for equal terms (a hash; a collision is 2^-64 likely)."""
-    return hash((tuple(text), tuple(context)))
+def _joined(text: Sequence[str], context: Sequence[str]) -> str:
+    """A row's terms as one string (no stem holds a space or a line break): what ``remove`` and
+    ``replace`` take back out of the postings, and what tells ``apply`` whether a row's terms changed."""
+    return " ".join(text) + "\n" + " ".join(context)
+
+
+def _split(terms: str) -> tuple[list[str], list[str]]:
+    text, context = terms.split("\n")
+    return text.split(), context.split()
 
 
 def _pairs(stems: Sequence[str]) -> dict[str, int]:
@@ -97,7 +115,13 @@ def _pairs(stems: Sequence[str]) -> dict[str, int]:
 
 class TermIndex:
     """One user's rows as FTS5 indexes them, for BM25 in process. ``version`` is the user version
-    it reflects; ``n`` the rows held (the cache bounds itself by it)."""
+    it reflects; ``n`` the rows held (the cache bounds itself by it), ``removed`` of them gone.
+
+    Rows are appended in rowid order, FTS5's order of ties. A row removed keeps its place, holding
+    no posting; a row whose terms changed has them replaced in place. Both change postings a search
+    may be reading: ``revision`` is odd while they do and moves on with each, and ``best_among``
+    answers None (ask FTS5) when it saw it move.
+    """
 
     def __init__(
         self, version: int, rows: Iterable[tuple[str, Sequence[str], Sequence[str], bool]] = (), *, context_weight: float
@@ -113,10 +137,14 @@ class TermIndex:
         self._length_copy: tuple[np.ndarray, int] = (np.empty(0), 0)
         #: held while the copy grows and while ``extend`` changes a length: neither loses the other's
         self._length_lock = threading.Lock()
-        #: each row's ``_signature``: whether a changed row's terms changed (``apply``)
-        self._signatures = array("q")
-        #: the largest row key (the backend's rowid) held; 0 when rows came without one
+        #: each row's terms (``_joined``); "" for a removed row
+        self._row_terms: list[str] = []
+        #: each row's key (the backend's rowid), 0 when it came without one or is removed
+        self._rowids = array("q")
+        #: the largest row key held; 0 when rows came without one
         self.last_rowid = 0
+        self.removed = 0
+        self.revision = 0
         self._terms: dict[str, Postings] = {}
         self._pairs: dict[str, Postings] = {}
         for memory_id, text, context, current in rows:
@@ -131,23 +159,44 @@ class TermIndex:
         self._position[memory_id] = row
         self._current.append(current)
         self._length.append(len(text) + len(context))
-        self._signatures.append(_signature(text, context))
+        self._row_terms.append(_joined(text, context))
+        self._rowids.append(rowid or 0)
         if rowid is not None:
             self.last_rowid = max(self.last_rowid, rowid)
-        for postings, in_text, in_context in ((self._terms, _counts(text), _counts(context)),
-                                              (self._pairs, _pairs(text), _pairs(context))):
-            # One entry per key and row: the text's keys (with their count in the context), then the
-            # context's own.
-            for key, count in in_text.items():
-                also = in_context.pop(key, 0) if in_context else 0
-                rows, freq = _held(postings, key)
-                rows += _ROW.pack(row)
-                freq += _FREQ.pack(self._frequency(count, also) if also else float(count))
-            for key, count in in_context.items():
-                rows, freq = _held(postings, key)
-                rows += _ROW.pack(row)
-                freq += _FREQ.pack(self._frequency(0, count))
+        pack_row, pack_freq = _ROW.pack, _FREQ.pack
+        for postings, weights in ((self._terms, self._weighed(_counts(text), _counts(context))),
+                                  (self._pairs, self._weighed(_pairs(text), _pairs(context)))):
+            for key, weight in weights.items():
+                held = postings.get(key)
+                if held is None:
+                    postings[key] = (bytearray(pack_row(row)), bytearray(pack_freq(weight)))
+                else:
+                    held[0].extend(pack_row(row))
+                    held[1].extend(pack_freq(weight))
         self.n += 1
+
+    def _weights(self, text: Sequence[str], context: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+        """A row's weighted frequency of each term, and of each pair: one posting per key and row."""
+        return self._weighed(_counts(text), _counts(context)), self._weighed(_pairs(text), _pairs(context))
+
+    def _weighed(self, in_text: dict[str, int], in_context: dict[str, int]) -> dict[str, float]:
+        """The text's keys (with their count in the context), then the context's own."""
+        if not in_context:
+            return {key: float(count) for key, count in in_text.items()}
+        weights = {}
+        for key, count in in_text.items():
+            also = in_context.pop(key, 0) if in_context else 0
+            weights[key] = self._frequency(count, also) if also else float(count)
+        for key, count in in_context.items():
+            weights[key] = self._frequency(0, count)
+        return weights
+
+    def _set_length(self, row: int, length: float) -> None:
+        with self._length_lock:
+            self._length[row] = length
+            lengths, filled = self._length_copy
+            if row < filled:
+                lengths[row] = length
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._position
@@ -157,25 +206,23 @@ class TermIndex:
         (a session document appended to); ``last`` is the stem it ended with, for the pair across
         the join. The row keeps its place, so rows stay in the order FTS5 breaks ties by; its
         postings and length change in place (a search reading meanwhile must check it was not
-        changed under it). Its signature becomes unknown: ``apply`` then asks for a whole read."""
+        changed under it)."""
         row = self._position[memory_id]
         joined = [last, *added] if last is not None else added
         for postings, counts in ((self._terms, _counts(added)), (self._pairs, _pairs(joined))):
             for key, count in counts.items():
                 rows, freq = _held(postings, key)
-                at = _rows_below(rows, row) * _ROW.size
+                at = _place_of(rows, row)
                 if at < len(rows) and _ROW.unpack_from(rows, at)[0] == row:
                     # whole instances only (no context): the sum is exact
                     _FREQ.pack_into(freq, at, _FREQ.unpack_from(freq, at)[0] + count)
                 else:
                     rows[at:at] = _ROW.pack(row)
                     freq[at:at] = _FREQ.pack(float(count))
-        with self._length_lock:
-            self._length[row] += len(added)
-            lengths, filled = self._length_copy
-            if row < filled:
-                lengths[row] = self._length[row]
-        self._signatures[row] = 0
+        self._set_length(row, self._length[row] + len(added))
+        if added:
+            text, _, context = self._row_terms[row].partition("\n")
+            self._row_terms[row] = (f"{text} " if text else "") + " ".join(added) + "\n" + context
 
     def _frequency(self, in_text: int, in_context: int) -> float:
         """FTS5's sum: 1.0 per instance in the text, then the context weight per instance in the
@@ -188,12 +235,13 @@ class TermIndex:
     @classmethod
     def load(
         cls, version: int, rows: Sequence[tuple[str, Sequence[str], Sequence[str], bool]], *, context_weight: float,
-        last_rowid: int = 0,
+        rowids: Sequence[int] = (),
     ) -> TermIndex:
         """What ``TermIndex(version, rows)`` builds row by row, counted with numpy instead: a user's
-        first search in a process loads their index, and row by row that took 0.15 to 0.3 ms a memory."""
+        first search in a process loads their index, and row by row that took 0.15 to 0.3 ms a memory.
+        ``rowids``: the rows' keys, in the same order (none: not known)."""
         index = cls(version, context_weight=context_weight)
-        index.last_rowid = last_rowid
+        index.last_rowid = max(rowids, default=0)
         n = len(rows)
         if n == 0:
             return index
@@ -218,18 +266,25 @@ class TermIndex:
         index._position = {memory_id: row for row, memory_id in enumerate(index.ids)}
         index._current = array("b", [bool(current) for *_, current in rows])
         index._length.frombytes((sizes[0::2] + sizes[1::2]).astype(np.float64).tobytes())
-        index._signatures.extend(_signature(text, context) for _, text, context, _ in rows)
+        index._row_terms = [_joined(text, context) for _, text, context, _ in rows]
+        index._rowids = array("q", rowids) if rowids else array("q", bytes(8 * n))
         index.n = n
         return index
 
-    def apply(self, unchanged: int, changed: Sequence[tuple[int, str, Sequence[str], Sequence[str], bool]]) -> bool:
+    def apply(
+        self, unchanged: int, changed: Sequence[tuple[int, str, Sequence[str], Sequence[str], bool]],
+        present: np.ndarray | None = None,
+    ) -> bool:
         """Bring the index to a later version from the user's rows changed since its own, in rowid
-        order (rowid, memory id, text stems, context stems, current), and the count of the others
-        (``unchanged``): a row's current state changed, or a new row came. False, the index
-        untouched, when these cannot tell, and a full read must: a row's terms changed (an edit, a
-        new context), rows went away (deletions leave no trace but the count), or a row known by
-        its id came back under a later rowid (deleted and written again)."""
+        order (rowid, memory id, text stems, context stems, current), the count of the others
+        (``unchanged``) and, when rows went away, every rowid the user has now, sorted
+        (``present``). A row's current state changes, a row whose terms changed (an edit, a new
+        context) has them replaced in place, a row gone is removed, a new row is appended. False,
+        the index untouched, when these cannot tell and a full read must: rows went away and
+        ``present`` is not given or a held row's rowid is not known, or a row known by its id came
+        back under a later rowid (deleted and written again)."""
         flags: list[tuple[int, bool]] = []
+        replaced: list[tuple[int, str, bool]] = []
         added: list[tuple[int, str, Sequence[str], Sequence[str], bool]] = []
         for row in changed:
             rowid, memory_id, text, context, current = row
@@ -238,17 +293,90 @@ class TermIndex:
                 if at is not None:
                     return False
                 added.append(row)
-            elif at is None or self._signatures[at] != _signature(text, context):
+                continue
+            if at is None:
                 return False
-            else:
+            terms = _joined(text, context)
+            if self._row_terms[at] == terms:
                 flags.append((at, current))
-        if unchanged + len(flags) != self.n:
-            return False
-        for at, current in flags:
+            else:
+                replaced.append((at, terms, current))
+        gone: list[int] = []
+        if unchanged + len(flags) + len(replaced) != self.n - self.removed:
+            rowids = np.array(self._rowids, dtype=np.int64)[: self.n]
+            held_rows = rowids != _REMOVED
+            if present is None or np.any(rowids[held_rows] == 0):
+                return False
+            gone = np.flatnonzero(held_rows & ~np.isin(rowids, present)).tolist()
+            if unchanged + len(flags) + len(replaced) != self.n - self.removed - len(gone):
+                return False
+        if gone or replaced:
+            self.revision += 1  # odd: a search reading postings meanwhile asks FTS5
+            for at in gone:
+                self._remove(at)
+            for at, terms, _ in replaced:
+                self._replace(at, terms)
+            self.revision += 1
+        for at, current in [*flags, *((at, current) for at, _, current in replaced)]:
             self._current[at] = current
         for rowid, memory_id, text, context, current in added:
             self.append(memory_id, text, context, current, rowid)
         return True
+
+    def remove(self, memory_id: str) -> None:
+        """Row ``memory_id`` went away; its place stays (see the class)."""
+        self.revision += 1
+        self._remove(self._position[memory_id])
+        self.revision += 1
+
+    def replace(self, memory_id: str, text: Sequence[str], context: Sequence[str]) -> None:
+        """Row ``memory_id``'s terms are now these, in its place."""
+        self.revision += 1
+        self._replace(self._position[memory_id], _joined(text, context))
+        self.revision += 1
+
+    def _remove(self, row: int) -> None:
+        """Row ``row`` went away: its postings go, its place stays (later rows keep theirs)."""
+        self._repost(row, self._row_terms[row], "\n")
+        del self._position[self.ids[row]]
+        self.ids[row] = ""  # nothing of a deleted memory is kept
+        self._current[row] = False
+        self._row_terms[row] = ""
+        self._rowids[row] = _REMOVED
+        self._set_length(row, 0.0)
+        self.removed += 1
+
+    def _replace(self, row: int, terms: str) -> None:
+        """Row ``row``'s terms are now ``terms`` (``_joined``)."""
+        self._repost(row, self._row_terms[row], terms)
+        self._row_terms[row] = terms
+        text, context = _split(terms)
+        self._set_length(row, float(len(text) + len(context)))
+
+    def _repost(self, row: int, old: str, new: str) -> None:
+        """Row ``row``'s postings from its ``old`` terms to its ``new`` ones (``_joined``), in row
+        order: only the keys whose weight changed (a rebuilt session document keeps most). A key
+        left without postings goes."""
+        for postings, was, now in zip((self._terms, self._pairs), self._weights(*_split(old)), self._weights(*_split(new)),
+                                      strict=True):
+            for key, weight in was.items():
+                if now.get(key) == weight:
+                    continue
+                rows, freq = postings[key]
+                at = _place_of(rows, row)
+                if key in now:
+                    _FREQ.pack_into(freq, at, now[key])
+                    continue
+                del rows[at:at + _ROW.size]
+                del freq[at:at + _ROW.size]
+                if not rows:
+                    del postings[key]
+            for key, weight in now.items():
+                if key not in was:
+                    rows, freq = _held(postings, key)
+                    at = _place_of(rows, row)
+                    rows[at:at] = _ROW.pack(row)
+                    freq[at:at] = _FREQ.pack(weight)
 
     def _load_postings(
         self, into: dict[str, Postings], keys: np.ndarray, segments: np.ndarray, name: Callable[[int], str]
@@ -314,6 +442,9 @@ class TermIndex:
         current ones; the statistics stay the table's, as FTS5's under a filter."""
         if any(len(p) > 2 for p in phrases):
             return None
+        revision = self.revision
+        if revision % 2:  # postings are being removed or replaced
+            return None
         found = [(p, postings) for p in phrases if (postings := self._postings(p)) is not None]
         if not found:
             return []
@@ -332,11 +463,16 @@ class TermIndex:
             # Rows are appended in order; a write's own lookups see them all (no search). Cut even
             # then: a write may append in between.
             size = len(held_rows)
-            if _ROW.unpack_from(held_rows, size - _ROW.size)[0] >= n:
-                size = _rows_below(held_rows, n) * _ROW.size
+            try:
+                if _ROW.unpack_from(held_rows, size - _ROW.size)[0] >= n:
+                    size = _rows_below(held_rows, n) * _ROW.size
+            except struct.error:  # emptied meanwhile by a removal (the revision below tells)
+                return None
             gathered_rows += held_rows[:size]
             gathered_freq += held_freq[:size]
             hits = size // _ROW.size
+            if hits > table.rows:  # totals read after a deletion this index has not caught up with yet
+                return None
             idf = math.log((table.rows - hits + 0.5) / (hits + 0.5))  # C's log, as FTS5's
             idfs.append(idf if idf > 0.0 else IDF_FLOOR)
             hit_counts.append(hits)
@@ -362,7 +498,8 @@ class TermIndex:
         if np.any((gaps > 0) & (gaps <= TIE * ranked[:-1])):
             return None
         ids = self.ids
-        return [(ids[i], score) for i, score in zip(top[:limit].tolist(), ranked[:limit].tolist(), strict=True)]
+        best = [(ids[i], score) for i, score in zip(top[:limit].tolist(), ranked[:limit].tolist(), strict=True)]
+        return best if self.revision == revision else None  # else postings changed under this read
 
     def _lengths(self, n: int) -> np.ndarray:
         """Every row's tokens, as numpy, for the first ``n`` rows. The copy grows by the rows

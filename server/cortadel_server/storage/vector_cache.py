@@ -394,10 +394,6 @@ Entry = TypeVar("Entry", bound=Versioned)
 Change = Callable[[Entry], "bool | None"]
 
 
-#: users whose floor a cache remembers (``VersionedCache.drop``) before it forgets them all
-FLOORS_HELD = 10_000
-
-
 class VersionedCache(Generic[Entry]):
     """Per-user entries (``UserVectors``; SQLite's term index too), checked against the user's
     version on every read.
@@ -414,8 +410,6 @@ class VersionedCache(Generic[Entry]):
         self._incremental = incremental
         self._held = 0
         self._lock = threading.Lock()
-        #: per user, the version below which ``put`` holds nothing: a write of this process dropped the entry there
-        self._floors: dict[str, int] = {}
 
     def get(self, user_id: str) -> Entry | None:
         with self._lock:
@@ -438,9 +432,6 @@ class VersionedCache(Generic[Entry]):
             if old is not None and old.version >= entry.version:
                 self._users.move_to_end(user_id)
                 return
-            if entry.version < self._floors.get(user_id, 0):
-                return  # read before a write of this process that dropped the user's entry
-            self._floors.pop(user_id, None)
             old = self._users.pop(user_id, None)
             if old is not None:
                 self._held -= old.n
@@ -512,25 +503,15 @@ class VersionedCache(Generic[Entry]):
             self._held += entry.n - before
             return True
 
-    def drop(self, user_id: str, version: int | None = None) -> None:
-        """Forget the user's entry. With ``version``, that of a write of this process that changed
-        what the entry held: a load that read before it and finishes after it is not held either
-        (``put``); without, any load is (a rollback's drop: what committed is what loads read)."""
+    def drop(self, user_id: str) -> None:
         with self._lock:
             old = self._users.pop(user_id, None)
             if old is not None:
                 self._held -= old.n
-            if version is None:
-                self._floors.pop(user_id, None)
-            else:
-                if len(self._floors) >= FLOORS_HELD:
-                    self._floors.clear()  # a load it forgets is held stale, and caught up or read again later
-                self._floors[user_id] = version
 
     def clear(self) -> None:
         with self._lock:
             self._users.clear()
-            self._floors.clear()
             self._held = 0
 
 

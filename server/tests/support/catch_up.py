@@ -56,8 +56,9 @@ def search_while_writing(
     a: Storage, b: Storage, rng: random.Random, probes: list[np.ndarray], ask: Callable[[Storage], object] | None = None,
 ) -> list[BaseException]:
     """Four threads of ``b`` ask every cached arm (or what ``ask`` asks of it), again and again,
-    while ``a`` writes 100 rows of one session and ends every tenth row written 150 before; what
-    the searches raised."""
+    while ``a`` writes 100 rows of one session and, for every ten, ends a row written 150 before,
+    deletes one written 140 before and gives one written 130 before a new text; what the searches
+    raised."""
     failures: list[BaseException] = []
     writing = threading.Event()
     writing.set()
@@ -78,6 +79,10 @@ def search_while_writing(
             a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
             if i % 10 == 0:
                 a.update_memory(USER, f"m{i - 150}", expired_at=T0 + 1000 + i)
+            elif i % 10 == 3:
+                a.delete_memories(USER, [f"m{i - 140}"])
+            elif i % 10 == 6:
+                a.update_memory(USER, f"m{i - 130}", text=sentence(rng))
     finally:
         writing.clear()
         for thread in threads:
