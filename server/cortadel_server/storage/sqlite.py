@@ -220,14 +220,14 @@ class _Sessions:
                     return False
                 added = data[size + 1:]
             self.extend(session_id, stems(added.decode()) if added else [], rowid, len(data))
-        if self.terms.n - self.terms.removed != document_count:  # documents deleted (their members were)
+        if self.terms.rows_held != document_count:  # documents deleted (their members were)
             present = read.sessions()
             for session_id in [s for s in self.documents if s not in present]:
                 self.terms.remove(session_id)
                 del self.documents[session_id]
                 self._last_stem(session_id, [])
                 rebuilt.append(session_id)
-            if self.terms.n - self.terms.removed != document_count:
+            if self.terms.rows_held != document_count:
                 return False
         if rebuilt:
             self._members_read(rebuilt, read.members(rebuilt))
@@ -263,6 +263,16 @@ class _Sessions:
                 self.latest.pop(session_id, None)
 
 
+class SessionReads(Protocol):
+    """What ``_Sessions.catch_up`` reads when the changed rows cannot tell it."""
+
+    def sessions(self) -> set[str]:
+        """The sessions the user has a document of."""
+
+    def members(self, session_ids: Sequence[str]) -> dict[str, list[tuple[str, float, bool]]]:
+        """Every member of these sessions (id, created_at, current), in write order."""
+
+
 class _UserSessionReads:
     """``SessionReads`` of one user, in the caller's snapshot (counted as rows the cache read)."""
 
@@ -286,16 +296,6 @@ class _UserSessionReads:
         for session_id, memory_id, created_at, current in rows:
             members.setdefault(session_id, []).append((memory_id, created_at, bool(current)))
         return members
-
-
-class SessionReads(Protocol):
-    """What ``_Sessions.catch_up`` reads when the changed rows cannot tell it."""
-
-    def sessions(self) -> set[str]:
-        """The sessions the user has a document of."""
-
-    def members(self, session_ids: Sequence[str]) -> dict[str, list[tuple[str, float, bool]]]:
-        """Every member of these sessions (id, created_at, current), in write order."""
 
 
 _Loaded = TypeVar("_Loaded", bound=Versioned)
@@ -1488,7 +1488,7 @@ class SqliteStorage(Storage):
         def apply(index: TermIndex, rows: list[tuple[Any, ...]]) -> bool:
             unchanged = self._rows_besides(user_id, rows)
             present = self._present_rowids(
-                user_id, (index.n - index.removed, index.last_rowid, index.__contains__), unchanged, rows,
+                user_id, (index.rows_held, index.last_rowid, index.__contains__), unchanged, rows,
                 self.cache_reads["text"],
             )
             return index.apply(unchanged, stemmed_rows(rows), present)

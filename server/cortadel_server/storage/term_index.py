@@ -57,9 +57,9 @@ class Totals:
 #: 10,000 memories, walked by every full collection as long as the index is cached.
 Postings = tuple[bytearray, bytearray]
 _ROW = struct.Struct("=q")  # native order, as numpy reads them
+_FREQ = struct.Struct("=d")
 #: the rowid a removed row holds (0: a row that came without one)
 _REMOVED = -1
-_FREQ = struct.Struct("=d")
 
 
 def _held(postings: dict[str, Postings], key: str) -> Postings:
@@ -104,6 +104,7 @@ def _joined(text: Sequence[str], context: Sequence[str]) -> str:
 
 
 def _split(terms: str) -> tuple[list[str], list[str]]:
+    """``_joined``'s text and context stems again."""
     text, context = terms.split("\n")
     return text.split(), context.split()
 
@@ -139,7 +140,7 @@ class TermIndex:
         self._length_lock = threading.Lock()
         #: each row's terms (``_joined``); "" for a removed row
         self._row_terms: list[str] = []
-        #: each row's key (the backend's rowid), 0 when it came without one or is removed
+        #: each row's key (the backend's rowid): 0 when it came without one, ``_REMOVED`` once removed
         self._rowids = array("q")
         #: the largest row key held; 0 when rows came without one
         self.last_rowid = 0
@@ -185,7 +186,7 @@ class TermIndex:
             return {key: float(count) for key, count in in_text.items()}
         weights = {}
         for key, count in in_text.items():
-            also = in_context.pop(key, 0) if in_context else 0
+            also = in_context.pop(key, 0)
             weights[key] = self._frequency(count, also) if also else float(count)
         for key, count in in_context.items():
             weights[key] = self._frequency(0, count)
@@ -200,6 +201,11 @@ class TermIndex:
 
     def __contains__(self, memory_id: str) -> bool:
         return memory_id in self._position
+
+    @property
+    def rows_held(self) -> int:
+        """The rows held, removed ones left out."""
+        return self.n - self.removed
 
     def extend(self, memory_id: str, last: str | None, added: Sequence[str]) -> None:
         """The text of row ``memory_id``, which has no context, grew by ``added`` stems at its end
@@ -302,13 +308,13 @@ class TermIndex:
             else:
                 replaced.append((at, terms, current))
         gone: list[int] = []
-        if unchanged + len(flags) + len(replaced) != self.n - self.removed:
+        if unchanged + len(flags) + len(replaced) != self.rows_held:
             rowids = np.array(self._rowids, dtype=np.int64)[: self.n]
             held_rows = rowids != _REMOVED
             if present is None or np.any(rowids[held_rows] == 0):
                 return False
             gone = np.flatnonzero(held_rows & ~np.isin(rowids, present)).tolist()
-            if unchanged + len(flags) + len(replaced) != self.n - self.removed - len(gone):
+            if unchanged + len(flags) + len(replaced) != self.rows_held - len(gone):
                 return False
         if gone or replaced:
             self.revision += 1  # odd: a search reading postings meanwhile asks FTS5
