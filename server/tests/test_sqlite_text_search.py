@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import random
 import threading
 from functools import partial
 from pathlib import Path
@@ -300,6 +301,47 @@ def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
     assert list(extended._length) == list(whole._length) == [7.0, 6.0, 1.0]
     for phrases in ([["tea"]], [["sister"], ["ana"]], [["kenji", "s"]], [["sister", "s"]], [["ana", "s"]]):
         assert extended.best(phrases, lambda _: Totals(3, 20), limit=3) == whole.best(phrases, lambda _: Totals(3, 20), limit=3)
+
+
+def test_rows_removed_and_replaced_in_place_rank_as_the_same_rows_loaded_afresh() -> None:
+    """``TermIndex.apply`` through 300 random steps (rows appended, removed by the rowids left,
+    given new terms, ended): after each, every query ranks as an index loaded afresh from the rows
+    left ranks it, hits, order and scores, and both hold the same keys."""
+    rng = random.Random(7)
+    words = ["kenji", "s", "sister", "tea", "porto", "osaka", "likes", "moved", "to", "cat", "ramen", "sunday"]
+
+    def terms() -> tuple[list[str], list[str]]:
+        return rng.choices(words, k=rng.randint(1, 8)), rng.choices(words, k=rng.randint(0, 5)) if rng.random() < 0.5 else []
+
+    rows = {rowid: (f"m{rowid}", *terms(), True) for rowid in range(1, 121)}  # rowid: (id, text, context, current)
+    index = TermIndex.load(1, list(rows.values()), context_weight=0.3, rowids=list(rows))
+    next_rowid, compared = 121, 0
+    for step in range(300):
+        kind = rng.choice(["append", "remove", "replace", "end"])
+        held = sorted(rows)
+        changed: list[tuple[int, str, list[str], list[str], bool]] = []
+        if kind == "append" or len(held) < 10:
+            rows[next_rowid] = (f"m{next_rowid}", *terms(), True)
+            changed.append((next_rowid, *rows[next_rowid]))
+            next_rowid += 1
+        elif kind == "remove":
+            for rowid in rng.sample(held, rng.randint(1, 3)):
+                del rows[rowid]
+        else:
+            rowid = rng.choice(held)
+            memory_id, text, context, current = rows[rowid]
+            rows[rowid] = (memory_id, *terms(), current) if kind == "replace" else (memory_id, text, context, False)
+            changed.append((rowid, *rows[rowid]))
+        present = np.array(sorted(rows), dtype=np.int64)
+        assert index.apply(len(rows) - len(changed), changed, present), step
+        fresh = TermIndex.load(1, [rows[r] for r in sorted(rows)], context_weight=0.3, rowids=sorted(rows))
+        assert (index.rows_held, set(index._terms), set(index._pairs)) == (fresh.n, set(fresh._terms), set(fresh._pairs))
+        table = partial(lambda totals, _: totals, Totals(len(rows), sum(len(t) + len(c) for _, t, c, _ in rows.values())))
+        for query in ([[w] for w in rng.sample(words, 3)], [["kenji", "s"], ["tea"]], [["sister"]]):
+            ranked = index.best(query, table, limit=10)
+            assert ranked == fresh.best(query, table, limit=10), (step, query)
+            compared += ranked is not None
+    assert index.removed > 50 and compared > 800  # many rows removed, and the rankings compared (not left to FTS5)
 
 
 def _tracked_within(root: object) -> list[object]:
