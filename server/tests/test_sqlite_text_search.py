@@ -413,7 +413,7 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
     loaded = store._session_index("alice")
     gone, *kept = loaded.members["alice-s0"]
     before = loaded.version
-    read_first, written = threading.Event(), threading.Event()
+    read_first, written, loader_free = threading.Event(), threading.Event(), threading.Event()
     late: list[_Sessions] = []
 
     def load_late() -> None:  # the loader's reads: in a snapshot opened before the write
@@ -425,17 +425,43 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
     thread = threading.Thread(target=load_late)
     thread.start()
     assert read_first.wait(5)
-    store.delete_memories("alice", [gone])
-    assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
-    written.set()
-    thread.join(5)
-    assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
-    for query in QUERIES:  # the first search catches the entry up in place; all rank as FTS5 does
-        ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
-        assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
-        assert store._sessions.current("alice", store.user_version("alice")) is loaded
-    assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
-    assert store.cache_reads["sessions"].catch_ups == 1
+    store._term_loader.submit(loader_free.wait, 5)  # the loader's own catch-up (next test) waits
+    try:
+        store.delete_memories("alice", [gone])
+        assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
+        written.set()
+        thread.join(5)
+        assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
+        for query in QUERIES:  # the first search catches the entry up in place; all rank as FTS5 does
+            ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
+            assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
+            assert store._sessions.current("alice", store.user_version("alice")) is loaded
+        assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
+        assert store.cache_reads["sessions"].catch_ups == 1
+    finally:
+        loader_free.set()
+
+
+def test_the_loader_catches_up_what_a_deletion_or_an_edit_of_this_process_left_behind(store: SqliteStorage) -> None:
+    """Right after a deletion or an edit commits, the loader thread brings the entries it left
+    behind to the new version by the changed rows: the next search finds them current, the same
+    entries, and reads nothing."""
+    index, sessions = store._term_index("alice"), store._session_index("alice")
+    reads = store.cache_reads
+    for change in (lambda: store.delete_memories("alice", ["alice-4", "alice-40"]),
+                   lambda: store.update_memory("alice", "alice-10", text="Ana's sister moved to Oslo.")):
+        counts = (reads["text"].catch_ups, reads["sessions"].catch_ups, reads["text"].reloads, reads["sessions"].reloads)
+        change()
+        _loaded(store)
+        version = store.user_version("alice")
+        assert store._terms.current("alice", version) is index and store._sessions.current("alice", version) is sessions
+        assert (reads["text"].catch_ups, reads["sessions"].catch_ups, reads["text"].reloads, reads["sessions"].reloads) == (
+            counts[0] + 1, counts[1] + 1, counts[2], counts[3])
+    rows = reads["text"].rows
+    # alice-11 holds alice-10's new text as its context
+    assert [hit.id for hit in store.text_search("alice", "Oslo", MemoryFilters(), 3)] == ["alice-10", "alice-11"]
+    assert [hit.id for hit in store.session_search("alice", "Oslo", 3)] == ["alice-s3"]
+    assert reads["text"].rows == rows
 
 
 def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_index_current(store: SqliteStorage) -> None:

@@ -619,8 +619,20 @@ class SqliteStorage(Storage):
                 self._exec("COMMIT")
                 if self._purged:
                     self._checkpoint()
+                self._catch_up_soon(self._bumped)
             finally:
                 self._write_owner = None
+
+    def _catch_up_soon(self, bumped: Mapping[str, int]) -> None:
+        """Entries the committed write left behind (a deletion or an edit: changes no write-through
+        replays) are caught up by the loader thread now, by the rows the write changed, so the next
+        search finds them current instead of catching them up itself (9 ms against 2 for the first
+        search after a deletion at 10,000 memories)."""
+        for user_id, version in bumped.items():
+            for cache, catch_up in ((self._terms, partial(self._term_index, whole=False)), (self._sessions, self._caught_up_sessions)):
+                entry = cache.get(user_id)
+                if entry is not None and entry.version < version:
+                    self._term_loader.submit(catch_up, user_id)
 
     def _purge(self) -> None:
         """Called inside a write that deleted text: drop the terms of session documents' old
