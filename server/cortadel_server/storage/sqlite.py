@@ -240,27 +240,44 @@ class _Sessions:
         else:
             self.last_stems.pop(session_id, None)
 
-    def _members_read(self, session_ids: Sequence[str], read: dict[str, list[tuple[str, float, bool]]]) -> None:
-        """The members of ``session_ids`` as read now (id, created_at, current; in write order), in
-        place of those held: deleted ones are gone from them."""
+    def _members_read(self, session_ids: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> None:
+        """The members of ``session_ids`` as read now (``_members_of``'s rows), in place of those
+        held: deleted ones are gone from them."""
+        members, session_of, latest = _members_of(rows)  # of these sessions only
         wanted = set(session_ids)
-        for memory_id in [m for m, s in self.session_of.items() if s in wanted]:
+        stale = [m for m, s in self.session_of.items() if s in wanted]
+        for memory_id in stale:
             del self.session_of[memory_id]
-            self.n -= 1
         for session_id in wanted:
-            members = read.get(session_id, [])
-            for memory_id, _, _ in members:
-                self.session_of[memory_id] = session_id
-                self.n += 1
-            current = [memory_id for memory_id, _, is_current in members if is_current]
-            if current:
-                self.members[session_id] = current
-            else:
-                self.members.pop(session_id, None)
-            if members:
-                self.latest[session_id] = members[-1][1]
-            else:
-                self.latest.pop(session_id, None)
+            self.members.pop(session_id, None)
+            self.latest.pop(session_id, None)
+        self.session_of.update(session_of)
+        self.members.update(members)
+        self.latest.update(latest)
+        self.n += len(session_of) - len(stale)
+
+
+#: the user's session members, ended ones too, in write order; ``{sessions}`` says which sessions
+MEMBER_ROWS = (
+    "SELECT session_id, id, created_at, expired_at IS NULL AND invalid_at IS NULL FROM memories "
+    "WHERE user_id = ? AND {sessions} ORDER BY session_id, created_at, rowid"
+)
+
+
+def _members_of(
+    rows: Sequence[tuple[Any, ...]],
+) -> tuple[dict[str, list[str]], dict[str, str], dict[str, float]]:
+    """``MEMBER_ROWS`` as ``_Sessions`` holds them: each session's current members, every
+    member's session, each session's latest ``created_at``."""
+    members: dict[str, list[str]] = {}
+    session_of: dict[str, str] = {}
+    latest: dict[str, float] = {}
+    for session_id, memory_id, created_at, current in rows:
+        session_of[memory_id] = session_id
+        latest[session_id] = created_at  # rows in write order: the last one stays
+        if current:
+            members.setdefault(session_id, []).append(memory_id)
+    return members, session_of, latest
 
 
 class SessionReads(Protocol):
@@ -269,8 +286,8 @@ class SessionReads(Protocol):
     def sessions(self) -> set[str]:
         """The sessions the user has a document of."""
 
-    def members(self, session_ids: Sequence[str]) -> dict[str, list[tuple[str, float, bool]]]:
-        """Every member of these sessions (id, created_at, current), in write order."""
+    def members(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``MEMBER_ROWS`` of these sessions."""
 
 
 class _UserSessionReads:
@@ -284,18 +301,13 @@ class _UserSessionReads:
         self.storage.cache_reads["sessions"].rows += len(rows)
         return {session_id for (session_id,) in rows}
 
-    def members(self, session_ids: Sequence[str]) -> dict[str, list[tuple[str, float, bool]]]:
+    def members(self, session_ids: Sequence[str]) -> list[tuple[Any, ...]]:
         rows = self.storage._rows(
-            # _session_index's read, of these sessions
-            "SELECT session_id, id, created_at, expired_at IS NULL AND invalid_at IS NULL FROM memories "
-            "WHERE user_id = ? AND session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, created_at, rowid",
+            MEMBER_ROWS.format(sessions="session_id IN (SELECT value FROM json_each(?))"),
             (self.user_id, json.dumps(list(session_ids))),
         )
         self.storage.cache_reads["sessions"].rows += len(rows)
-        members: dict[str, list[tuple[str, float, bool]]] = {}
-        for session_id, memory_id, created_at, current in rows:
-            members.setdefault(session_id, []).append((memory_id, created_at, bool(current)))
-        return members
+        return rows
 
 
 _Loaded = TypeVar("_Loaded", bound=Versioned)
@@ -788,7 +800,7 @@ class SqliteStorage(Storage):
                 (memory_id, user_id),
             )
             flag = bool(now_current[0][0]) if now_current else False
-            # A new text or session changes indexed terms, contexts and documents: those are reloaded.
+            # A new text or session changes indexed terms, contexts and documents: those catch up by the rows.
             rewrites = bool(touched or {"text", "session_id"} & set(fields))
             self._bump(
                 user_id, lambda entry: entry.set_current(memory_id, flag),
@@ -1066,12 +1078,8 @@ class SqliteStorage(Storage):
             documents = self._rows(
                 "SELECT rowid, session_id, text FROM session_docs WHERE user_id = ? ORDER BY rowid", (user_id,)
             )
-            # session_members' query, every session at once, ended facts too (for the writes to come)
-            rows = self._rows(
-                "SELECT session_id, id, created_at, expired_at IS NULL AND invalid_at IS NULL FROM memories "
-                "WHERE user_id = ? AND session_id IS NOT NULL ORDER BY session_id, created_at, rowid",
-                (user_id,),
-            )
+            # every session at once, ended facts too (for the writes to come)
+            rows = self._rows(MEMBER_ROWS.format(sessions="session_id IS NOT NULL"), (user_id,))
         reads = self.cache_reads["sessions"]
         reads.reloads += 1
         reads.rows += len(documents) + len(rows)
@@ -1081,14 +1089,7 @@ class SqliteStorage(Storage):
             version, [(session_id, words, [], True) for session_id, words in documents_stems], context_weight=CONTEXT_WEIGHT,
             rowids=[rowid for rowid, _, _ in documents],
         )
-        members: dict[str, list[str]] = {}
-        session_of: dict[str, str] = {}
-        latest: dict[str, float] = {}
-        for session_id, memory_id, created_at, current in rows:
-            session_of[memory_id] = session_id
-            latest[session_id] = created_at  # rows in write order: the last one stays
-            if current:
-                members.setdefault(session_id, []).append(memory_id)
+        members, session_of, latest = _members_of(rows)
         last_stems = {session_id: words[-1] for session_id, words in documents_stems if words}
         sizes = {session_id: (rowid, len(text.encode()) if text else 0) for rowid, session_id, text in documents}
         sessions = _Sessions(version, terms, members, session_of, last_stems, latest, sizes)
