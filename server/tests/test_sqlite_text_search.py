@@ -10,6 +10,8 @@ import gc
 import itertools
 import random
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -72,6 +74,18 @@ def store(tmp_path: Path) -> SqliteStorage:
     for i in range(0, 300, 7):  # past versions: counted by BM25, returned only when a filter asks
         store.update_memory("alice", f"alice-{i}", state=SUPERSEDED, expired_at=2e9, invalid_at=2e9)
     return store
+
+
+@contextmanager
+def _loader_held(store: SqliteStorage) -> Iterator[None]:
+    """The loader thread kept busy: what a write of the store leaves behind stays behind (the
+    loader catches it up as soon as the write commits) until the block ends."""
+    free = threading.Event()
+    store._term_loader.submit(free.wait, 5)
+    try:
+        yield
+    finally:
+        free.set()
 
 
 def _loaded(store: SqliteStorage) -> None:
@@ -413,7 +427,7 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
     loaded = store._session_index("alice")
     gone, *kept = loaded.members["alice-s0"]
     before = loaded.version
-    read_first, written, loader_free = threading.Event(), threading.Event(), threading.Event()
+    read_first, written = threading.Event(), threading.Event()
     late: list[_Sessions] = []
 
     def load_late() -> None:  # the loader's reads: in a snapshot opened before the write
@@ -425,8 +439,7 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
     thread = threading.Thread(target=load_late)
     thread.start()
     assert read_first.wait(5)
-    store._term_loader.submit(loader_free.wait, 5)  # the loader's own catch-up (next test) waits
-    try:
+    with _loader_held(store):  # the loader's own catch-up (next test) waits
         store.delete_memories("alice", [gone])
         assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
         written.set()
@@ -438,8 +451,6 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
             assert store._sessions.current("alice", store.user_version("alice")) is loaded
         assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
         assert store.cache_reads["sessions"].catch_ups == 1
-    finally:
-        loader_free.set()
 
 
 def test_the_loader_catches_up_what_a_deletion_or_an_edit_of_this_process_left_behind(store: SqliteStorage) -> None:
@@ -518,9 +529,10 @@ def test_sessions_rank_as_fts5_ranks_them_and_a_write_of_this_process_keeps_the_
 def test_imported_session_documents_move_the_users_version(store: SqliteStorage) -> None:
     store._session_index("alice")
     version = store.user_version("alice")
-    store.load_sessions("alice", [("imported", "Tom's sister moved to Zanzibar.")])
-    assert store.user_version("alice") == version + 1
-    assert store._sessions.current("alice", store.user_version("alice")) is None
+    with _loader_held(store):
+        store.load_sessions("alice", [("imported", "Tom's sister moved to Zanzibar.")])
+        assert store.user_version("alice") == version + 1
+        assert store._sessions.current("alice", store.user_version("alice")) is None
     ranked, fts5 = _sessions(store, "Zanzibar", 3)
     assert ranked == fts5 and [session_id for session_id, _ in ranked] == ["imported"]
 
@@ -585,10 +597,12 @@ def test_a_write_loads_the_session_index_a_user_never_had_and_the_next_search_ra
     assert [s.id for s in store.session_search("alice", "Zanzibar", 5)] == ["alice-s20"]
     assert store._searches == {}  # no search counted towards a load, none asked for
 
-    # Left behind by an edit (a rebuilt document), the entry catches up at the next search.
-    store.update_memory("alice", "alice-3", text="Tom likes green tea in Porto.")
-    assert store._sessions.get("alice") is loaded and store._sessions.current("alice", store.user_version("alice")) is None
-    ranked = store.session_search("alice", "green tea", 5)
-    assert [(s.id, s.score) for s in ranked] == [(s.id, s.score) for s in store._fts5_session_search("alice", "green tea", 5)]
-    assert ranked[0].id == "alice-s1" and store._sessions.current("alice", store.user_version("alice")) is loaded
+    # Left behind by an edit (a rebuilt document), the entry catches up at the next search (the
+    # loader, which would catch it up first, is held meanwhile).
+    with _loader_held(store):
+        store.update_memory("alice", "alice-3", text="Tom likes green tea in Porto.")
+        assert store._sessions.get("alice") is loaded and store._sessions.current("alice", store.user_version("alice")) is None
+        ranked = store.session_search("alice", "green tea", 5)
+        assert [(s.id, s.score) for s in ranked] == [(s.id, s.score) for s in store._fts5_session_search("alice", "green tea", 5)]
+        assert ranked[0].id == "alice-s1" and store._sessions.current("alice", store.user_version("alice")) is loaded
     store.close()

@@ -1364,6 +1364,9 @@ class SqliteStorage(Storage):
                 if cache.catch_up(user_id, entry, since, version, lambda held: apply(held, changed)):
                     reads.catch_ups += 1
                     return entry
+                moved = cache.current(user_id, version)
+                if moved is not None:  # another thread (the loader, after this process's write) caught it up meanwhile
+                    return moved
                 if build is None:
                     # Dropped by the cache: the loader thread frees it, not this search (an index is
                     # tens of thousands of objects, 2 ms at 10,000 memories). This frame lets go first.
