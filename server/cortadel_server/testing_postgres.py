@@ -46,7 +46,8 @@ def _start() -> Any:
 
 @contextmanager
 def own_postgres_server() -> Iterator[Any]:
-    """A PostgreSQL server of the caller's alone, one it may stop and start (:func:`restart`);
+    """A PostgreSQL server of the caller's alone, one it may stop and start (:func:`restart`,
+    :func:`stopped`);
     deleted afterwards."""
     server = _start()
     try:
@@ -55,14 +56,29 @@ def own_postgres_server() -> Iterator[Any]:
         server.cleanup()
 
 
-def restart(server: Any, *, down_for: float = 1.0) -> None:
-    """Stop ``server`` as a crash would (``pg_ctl stop -m immediate``: no checkpoint, recovery from
-    the WAL at the next start), leave it down for ``down_for`` seconds, and start it again."""
+@contextmanager
+def stopped(server: Any) -> Iterator[None]:
+    """``server`` stopped as a crash would (``pg_ctl stop -m immediate``: no checkpoint, recovery
+    from the WAL at the next start) while the block runs, and started again when it ends, however
+    it ends.
+
+        with stopped(pg):
+            ...   # the database is down: wait here for what should happen meanwhile
+    """
     from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, by name
 
     pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
-    time.sleep(down_for)
-    server.ensure_postgres_running()
+    try:
+        yield
+    finally:
+        server.ensure_postgres_running()
+
+
+def restart(server: Any, *, down_for: float = 1.0) -> None:
+    """Stop ``server`` as a crash would (:func:`stopped`), leave it down for ``down_for`` seconds,
+    and start it again."""
+    with stopped(server):
+        time.sleep(down_for)
 
 
 def scratch_database(prefix: str = "cortadel", server: Any = None) -> str:

@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 from conftest import AUTH_SECRET
+from support.held_judge import FACTS  # facts whose entities the rules find: a role, a misspelt name, a near name
 from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.config import Settings
@@ -26,14 +27,6 @@ from cortadel_server.storage.base import MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.testing import ServerProcess, running_server
 
-#: facts whose entities the rules extractor finds: a role named, a misspelt name, a near name
-FACTS = [
-    "User's manager is Dana Lee.",
-    "User's manager wants the report on Friday.",
-    "User met Dan Lee at the conference.",
-    "Jonathan Reyes is User's dentist.",
-    "Jonathon Reyes moved the appointment to Monday.",
-]
 DONE = ("completed", "failed", "cancelled")
 
 

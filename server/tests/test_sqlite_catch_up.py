@@ -184,7 +184,7 @@ def test_an_insert_that_does_not_stamp_its_row_is_read_at_every_catch_up(
     processes: tuple[SqliteStorage, SqliteStorage], path: Path
 ) -> None:
     """A row inserted by anything but the backend (no ``changed_version``) gets the largest
-    version: never missed, read again by every catch-up."""
+    version: never missed, read again by every catch-up. Its trigger gives it its full-text row."""
     a, b = processes
     rng = random.Random(5)
     probes = [unit(rng) for _ in range(4)]
@@ -199,6 +199,9 @@ def test_an_insert_that_does_not_stamp_its_row_is_read_at_every_catch_up(
         )
         a._bump(USER)
     assert a._rows("SELECT changed_version FROM memories WHERE id = 'by-hand'") == [(2**63 - 1,)]
+    # Full-text indexed all the same, by its insert trigger (the backend indexes its own rows itself).
+    found = a._fts5_text_search(USER, "Zanzibar sailing", MemoryFilters(include_superseded=True), 5, context_weight=0.3)
+    assert [s.id for s in found] == ["by-hand"]
     assert changed_rows_read(b, path, probes) == (1, 1, 0)
     a.update_memory(USER, "m7", expired_at=T0 + 300)
     assert changed_rows_read(b, path, probes) == (2, 2, 0)

@@ -11,6 +11,7 @@ import numpy as np
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.storage.sqlite_terms import UserTerms
+from cortadel_server.storage.term_index import Totals
 
 TEXTS = [
     "Ana moved to Lisbon and loves pottery.",
@@ -60,8 +61,8 @@ def test_other_users_words_change_neither_hits_nor_scores(tmp_path: Path) -> Non
 
 
 def test_remembered_stems_are_the_stemmers_own_and_callers_cannot_change_them() -> None:
-    # A query word's stems, and the stems of a text the index was just given, are kept per
-    # connection: asking again, after a caller changed what it got, gives the stemmer's answer.
+    # A query word's stems are kept per connection: asking again, after a caller changed what it
+    # got, gives the stemmer's answer.
     terms = UserTerms(apsw.Connection(":memory:"))
     first = terms.phrases("Sam's cats are running to Lisbon")
     assert first == [["sam", "s"], ["cat"], ["run"], ["lisbon"]]
@@ -74,3 +75,44 @@ def test_remembered_stems_are_the_stemmers_own_and_callers_cannot_change_them() 
     stems.append("away")
     assert terms.stems("Cats were running home.") == ["cat", "were", "run", "home"]
     assert terms.stems("Cats were running home.", query=True) == ["cat", "were", "run", "home"]
+
+
+def _full_text(store: SqliteStorage, user: str, query: str) -> list[tuple[str, float]]:
+    """What FTS5 itself ranks (the in-process term index left out), current and past rows."""
+    found = store._fts5_text_search(user, query, MemoryFilters(include_superseded=True), 10, context_weight=0.3)
+    return [(s.id, round(s.score, 9)) for s in found]
+
+
+def test_rows_a_write_edits_or_deletes_before_its_end_leave_the_full_text_index_as_if_never_written(tmp_path: Path) -> None:
+    """A memory's full-text row waits for the end of its write (migration 0011). A write that edits
+    or deletes such a memory before then must hand the index the row first: the triggers take the
+    old terms out. Else the index keeps terms of a text no memory holds (found by the old words,
+    and counted in every BM25 weight) or of a memory that is gone."""
+    vector = np.ones(4, dtype=np.float32) / 2
+    edited, direct = SqliteStorage(tmp_path / "edited.db"), SqliteStorage(tmp_path / "direct.db")
+
+    def insert(store: SqliteStorage, memory_id: str, text: str, at: int) -> None:
+        store.insert_memory(MemoryRecord(id=memory_id, user_id="ana", text=text, created_at=1e9 + at, fingerprint=memory_id,
+                                         session_id="s1"), vector)
+
+    try:
+        with edited.write("ana"):
+            insert(edited, "m1", "Ana moved to Lisbon with her cello.", 0)
+            insert(edited, "m2", "Ana teaches chess on Tuesdays.", 1)
+            edited.update_memory("ana", "m1", text="Ana moved to Porto.")
+            edited.delete_memories("ana", ["m2"])
+            insert(edited, "m3", "The chess club meets in Porto.", 2)
+        with direct.write("ana"):
+            insert(direct, "m1", "Ana moved to Porto.", 0)
+            insert(direct, "m3", "The chess club meets in Porto.", 2)
+        for store in (edited, direct):  # the same memories, each with the text it holds now
+            assert {m.id: m.text for m in store.list_memories("ana", MemoryFilters(), offset=0, limit=10)[0]} == \
+                {"m1": "Ana moved to Porto.", "m3": "The chess club meets in Porto."}
+        assert _full_text(edited, "ana", "Lisbon cello") == [] and _full_text(edited, "ana", "Tuesdays") == []
+        for query in ("Porto", "moved to Porto", "chess club", "Ana"):
+            assert _full_text(edited, "ana", query) == _full_text(direct, "ana", query), query
+        assert [memory_id for memory_id, _ in _full_text(edited, "ana", "chess")] == ["m3"]
+        assert edited._committed_totals("memories_fts") == direct._committed_totals("memories_fts") == Totals(2, 14)
+    finally:
+        edited.close()
+        direct.close()

@@ -11,7 +11,9 @@ a time per user: starting while one is queued or running returns that one. Each 
 as a suggestion and, when its confidence reaches CORTADEL_RECONCILE_AUTO_APPROVE, applied in the
 same transaction; a suggestion's key keeps a later run from suggesting it again. A server killed
 mid-run leaves every suggestion applied whole or not at all; at start the job is queued again
-and the run starts over, finding only what it has not stored yet.
+and the run starts over, finding only what it has not stored yet. So does a run the database
+failed under (a StorageError): its job is retried, and only after its last attempt is the run
+reported failed.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from cortadel_server.curation.reconcile_entities import EntityProfile, find_enti
 from cortadel_server.curation.reconcile_facts import find_stale_facts
 from cortadel_server.curation.reconcile_judge import ReconcileJudge
 from cortadel_server.curation.suggestions import Finding
-from cortadel_server.errors import Conflict, NotFound, ValidationFailed
+from cortadel_server.errors import Conflict, NotFound, StorageError, ValidationFailed
+from cortadel_server.pipeline.enrich import MAX_ATTEMPTS
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.storage.base import Job, MemoryFilters, ReconcileRun, Storage, Suggestion
 
@@ -105,7 +108,8 @@ class Reconciler:
         return run
 
     def run_job(self, job: Job) -> None:
-        """The job handler: do the run, recording how it ended on the run (never raises for it)."""
+        """The job handler: do the run, recording how it ended on the run. Raises only when the
+        database failed under it and the job has attempts left: the job queue runs it again."""
         run = next(iter(self.storage.reconcile_runs(job.user_id, run_id=str(job.payload.get("run_id")))), None)
         if run is None or run.status not in (QUEUED, RUNNING):
             return  # erased with its user, cancelled while queued, or already finished
@@ -115,7 +119,9 @@ class Reconciler:
         self.storage.save_reconcile_run(run)
         try:
             self._run(run)
-        except Exception as exc:  # a failed run is reported on the run, not retried
+        except Exception as exc:  # a run that failed is reported on the run, not retried...
+            if isinstance(exc, StorageError) and job.attempts < MAX_ATTEMPTS:
+                raise  # ...unless the database failed under it: reported, it stayed "failed" for an outage
             log.exception("reconcile: run %s failed", run.id)
             run.status, run.error = FAILED, f"{type(exc).__name__}: {exc}"
         else:

@@ -172,5 +172,5 @@ class Enricher:
                 self.storage.update_memory(job.user_id, job.memory_id, extraction_status="failed")
             return
         retry_at = self.clock() + BASE_DELAY * 2 ** (job.attempts - 1)
+        self.storage.fail_job(job.id, error, retry_at)  # first: in an outage it fails too (_requeue_unsettled)
         log.warning("enrichment: job %d failed (attempt %d), retrying: %s", job.id, job.attempts, error)
-        self.storage.fail_job(job.id, error, retry_at)

@@ -350,6 +350,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
         """,
     ),
+    Migration(
+        "0011_memory_terms_at_write_end",
+        """
+        -- The backend hands the full-text index a write's new memories at the end of the write,
+        -- all at once (storage/sqlite.py insert_memory): a statement opened after FTS5 took a row
+        -- flushed its pending terms to a segment of their own, and every insert (its trigger) was
+        -- such a statement, so each memory cost a flush and the merges of the tiny segments. The
+        -- trigger stays for inserts that are not the backend's (they name no changed_version).
+        DROP TRIGGER memories_fts_insert;
+        CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories WHEN new.changed_version = 0 BEGIN
+            INSERT INTO memories_fts(rowid, text, context)
+                VALUES (new.rowid, user_terms(new.user_key, new.text), user_terms(new.user_key, new.context));
+        END;
+        """,
+    ),
 )
 
 

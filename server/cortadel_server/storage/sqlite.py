@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -83,7 +84,7 @@ from cortadel_server.storage.overview import TRANSFER_USERS, USER_STATES, summar
 from cortadel_server.storage.search_terms import CONTEXT_WEIGHT
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 from cortadel_server.storage.sqlite_claims import BACKGROUND_DUTY, claimer_for
-from cortadel_server.storage.sqlite_terms import UserTerms, register
+from cortadel_server.storage.sqlite_terms import UserTerms, indexed, register
 from cortadel_server.storage.term_index import TermIndex, Totals
 from cortadel_server.storage.vector_cache import (
     CacheReads,
@@ -395,6 +396,10 @@ _MEMORY_ROW = (*MEMORY_COLUMNS, "user_key", "embedding", "changed_version", "con
 _INSERT_MEMORY = f"INSERT INTO memories({', '.join(_MEMORY_ROW)}) VALUES ({', '.join(':' + n for n in _MEMORY_ROW)})"
 
 
+#: a memory's full-text row, given at the end of its write (migration 0011)
+_INSERT_MEMORY_TERMS = "INSERT INTO memories_fts(rowid, text, context) VALUES (?, ?, ?)"
+#: a statement whose trigger hands the full-text index a memory's terms again: its row must be there
+_REINDEXES = re.compile(r"UPDATE memories SET .*\b(?:text|context) = ")
 _INSERT_EVENT = "INSERT INTO memory_events(user_id, memory_id, event, at, detail) VALUES (?, ?, ?, ?, ?)"
 _INSERT_JOB = "INSERT INTO jobs(kind, user_id, memory_id, payload, run_after, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 
@@ -568,12 +573,15 @@ class SqliteStorage(Storage):
     def _may_change(self, sql: str) -> None:
         """Before a statement of the writing thread: forget the write's ``_memory_totals`` when it
         may change the memories' full-text rows (``insert_memory`` keeps them in step with its own
-        insert), and insert the ``_deferred`` rows when it touches their tables or deletes."""
+        insert), and insert the ``_deferred`` rows when it touches their tables, deletes, or changes
+        a memory's text (its trigger takes the old terms out of the index: they must be in)."""
         if self._write_owner != threading.get_ident():
             return  # a reader's statement: the write's state is not its to act on
         if self._memory_totals is not None and "memories" in sql and not sql.startswith("SELECT"):
             self._memory_totals = None
-        if self._deferred and (sql.startswith("DELETE") or any(_table_of(insert) in sql for insert in self._deferred)):
+        if self._deferred and (
+            sql.startswith("DELETE") or _REINDEXES.match(sql) or any(_table_of(insert) in sql for insert in self._deferred)
+        ):
             self._insert_deferred()
 
     def _defer(self, insert: str, row: tuple[Any, ...]) -> None:
@@ -767,7 +775,11 @@ class SqliteStorage(Storage):
             vector = np.asarray(embedding, dtype=np.float32)
             stems = self._conn().terms.stems
             text_terms, context_terms = stems(memory.text) if memory.text else [], stems(context) if context else []
-            if totals is not None:  # the insert trigger indexed one row of these terms, in both columns
+            key = values["user_key"]
+            # Its full-text row waits for the write's end (migration 0011), when the whole write's
+            # rows go in at once; any statement that reads or changes the index first sends them.
+            self._defer(_INSERT_MEMORY_TERMS, (rowid, indexed(key, text_terms), indexed(key, context_terms)))
+            if totals is not None:  # one row of these terms, in both columns
                 self._memory_totals = Totals(totals.rows + 1, totals.tokens + len(text_terms) + len(context_terms))
             self._bump(
                 memory.user_id, lambda entry: entry.append(rowid, memory.id, vector, memory.is_current),
@@ -1925,6 +1937,11 @@ class SqliteStorage(Storage):
             for row in rows:
                 row.append(version)
             self._insert_many(f"INSERT INTO memories({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", rows)
+            self._exec(
+                "INSERT INTO memories_fts(rowid, text, context) SELECT rowid, user_terms(user_key, text), "
+                "user_terms(user_key, context) FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps([stored.record.id for stored in memories]),),
+            )
             self._bump(user_id)
 
     def load_history(self, user_id: str, events: Sequence[HistoryEntry]) -> None:

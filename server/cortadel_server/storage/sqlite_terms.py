@@ -22,8 +22,11 @@ from cortadel_server.storage.search_terms import query_terms
 STEMMER = ("porter", ["unicode61"])
 #: query words whose stems a connection remembers (then it starts over): a user's words recur
 WORDS_HELD = 50_000
-#: texts the index was last given (``document``) whose stems are kept for the writer's next ``stems``
-DOCUMENTS_HELD = 4
+
+
+def indexed(key: str, stems: list[str]) -> str:
+    """What the index holds for a text of these ``stems`` of the user with ``key``: their terms, in order."""
+    return key + f" {key}".join(stems) if stems else ""  # one join: session documents run long
 
 
 class UserTerms:
@@ -32,23 +35,15 @@ class UserTerms:
     def __init__(self, conn: apsw.Connection) -> None:
         self._stem = conn.fts5_tokenizer(*STEMMER)
         self._word_stems: dict[str, tuple[str, ...]] = {}
-        self._indexed: dict[str, list[str]] = {}
 
     def stems(self, text: str, *, query: bool = False) -> list[str]:
-        if not query and (indexed := self._indexed.get(text)) is not None:
-            return list(indexed)  # the insert's trigger stemmed it a moment ago (insert_memory asks again)
         flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
         # Without offsets and colocated tokens, APSW gives the tokens alone.
         return cast(list[str], self._stem(text.encode("utf-8"), flags, None, include_offsets=False, include_colocated=False))
 
     def document(self, key: str, text: str) -> str:
-        """What the index holds for ``text`` of the user with ``key``: their terms, in order."""
-        stems = self.stems(text) if key and text else []
-        if stems:
-            if len(self._indexed) >= DOCUMENTS_HELD:
-                self._indexed.clear()
-            self._indexed[text] = stems
-        return key + f" {key}".join(stems) if stems else ""  # one join: session documents run long
+        """What the index holds for ``text`` of the user with ``key`` (``indexed``)."""
+        return indexed(key, self.stems(text)) if key and text else ""
 
     def phrases(self, query: str) -> list[list[str]]:
         """The phrases an OR-query of ``query`` is made of, each its word's stems: a word that stems
