@@ -207,6 +207,51 @@ def test_an_insert_that_does_not_stamp_its_row_is_read_at_every_catch_up(
     assert changed_rows_read(b, path, probes) == (2, 2, 0)
 
 
+def test_a_watching_process_catches_up_another_ones_writes_before_it_searches(path: Path) -> None:
+    """With ``watch_seconds`` (worker processes on one file), B's loader thread brings B's cached
+    vectors, term index and session index to the version of A's writes (adds, an edit, a deletion)
+    without a search of B's asking: B's searches then read nothing and answer as a fresh process.
+    A process that does not watch (C) stays behind until it searches."""
+    a = SqliteStorage(path)
+    b = SqliteStorage(path, watch_seconds=0.02)
+    c = SqliteStorage(path)
+    caches = ("_vectors", "_terms", "_sessions")
+    try:
+        rng = random.Random(23)
+        probes = [unit(rng) for _ in range(4)]
+        write_the_first_rows(a, rng)
+        for store in (b, c):
+            store._user_vectors(USER), store._term_index(USER), store._session_index(USER)
+        loaded = a.user_version(USER)
+        assert [getattr(b, cache).version_of(USER) for cache in caches] == [loaded] * 3
+
+        for i in range(150, 153):
+            a.insert_memory(record(f"m{i}", sentence(rng), "s1", T0 + i), unit(rng))
+        a.update_memory(USER, "m1", text="Grace took up pottery in Porto.")
+        a.delete_memories(USER, ["m4"])
+        written = a.user_version(USER)
+        assert written == loaded + 5
+        deadline = time.monotonic() + 10
+        while [getattr(b, cache).version_of(USER) for cache in caches] != [written] * 3:
+            assert time.monotonic() < deadline, [getattr(b, cache).version_of(USER) for cache in caches]
+            time.sleep(0.01)
+        b._term_loader.submit(lambda: None).result()  # the catch-ups' counts are in
+        read = {name: (reads.rows, reads.catch_ups, reads.reloads) for name, reads in b.cache_reads.items()}
+        # caught up by the changed rows, none read whole: per cache one catch-up or more (a turn of
+        # the watcher may come between two of A's writes), never more than one a write
+        assert all(1 <= catch_ups <= 5 and reloads == 1 for _, catch_ups, reloads in read.values()), read
+
+        assert [getattr(c, cache).version_of(USER) for cache in caches] == [loaded] * 3  # no watcher: behind
+        expected = fresh_answers(path, probes)
+        assert answers(b, probes) == expected
+        assert session_answers(b) == session_answers(c)
+        assert {name: (reads.rows, reads.catch_ups, reads.reloads) for name, reads in b.cache_reads.items()} == read
+        assert answers(c, probes) == expected
+    finally:
+        for store in (a, b, c):
+            store.close()
+
+
 @pytest.mark.parametrize("written", [CATCH_UP_INLINE_ROWS, CATCH_UP_INLINE_ROWS + 1])
 def test_a_search_catches_up_by_a_bounded_number_of_rows_and_leaves_more_to_the_loader(
     processes: tuple[SqliteStorage, SqliteStorage], path: Path, written: int

@@ -15,9 +15,11 @@ def open_storage(settings: Settings) -> Storage:
         # A connection for every request thread that may hold one, and one for the job worker.
         connections = settings.read_workers + settings.write_workers + 1
         return PostgresStorage(url, query_timeout=settings.query_timeout, max_connections=connections)
-    from cortadel_server.storage.sqlite import SqliteStorage
+    from cortadel_server.storage.sqlite import WATCH_SECONDS, SqliteStorage
 
-    return SqliteStorage(settings.database_path, query_timeout=settings.query_timeout)
+    # Worker processes on one file: each keeps its cached indexes caught up with the others' writes.
+    watch = WATCH_SECONDS if settings.workers > 1 else 0.0
+    return SqliteStorage(settings.database_path, query_timeout=settings.query_timeout, watch_seconds=watch)
 
 
 __all__ = ["Storage", "open_storage"]

@@ -10,6 +10,7 @@ whole when those cannot tell.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections import OrderedDict
@@ -410,6 +411,10 @@ class VersionedCache(Generic[Entry]):
         self._incremental = incremental
         self._held = 0
         self._lock = threading.Lock()
+        #: held by a backend while it reads the rows to catch an entry up and applies them: a second
+        #: thread behind on the same entry (a search, the loader) waits, then finds it current,
+        #: rather than read the same rows again
+        self.catching_up = threading.Lock()
 
     def get(self, user_id: str) -> Entry | None:
         with self._lock:
@@ -417,6 +422,17 @@ class VersionedCache(Generic[Entry]):
             if entry is not None:
                 self._users.move_to_end(user_id)
             return entry
+
+    def recent(self, n: int) -> dict[str, int]:
+        """The versions of the ``n`` entries used last, the last first (their order of use unchanged)."""
+        with self._lock:
+            return {user_id: self._users[user_id].version for user_id in itertools.islice(reversed(self._users), n)}
+
+    def version_of(self, user_id: str) -> int | None:
+        """The version the user's entry reflects, None without one (its order of use unchanged)."""
+        with self._lock:
+            entry = self._users.get(user_id)
+            return None if entry is None else entry.version
 
     def current(self, user_id: str, version: int) -> Entry | None:
         """The entry when it reflects exactly ``version`` (read from the database), else None."""
