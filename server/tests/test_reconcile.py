@@ -23,7 +23,7 @@ from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.config import Settings
 from cortadel_server.providers import build_embedder
-from cortadel_server.storage.base import MemoryRecord
+from cortadel_server.storage.base import MemoryRecord, ReconcileRun
 from cortadel_server.storage.sqlite import SqliteStorage
 from cortadel_server.testing import ServerProcess, running_server
 
@@ -345,6 +345,37 @@ def test_a_cancelled_run_stops_before_its_next_suggestion(tmp_path: Path) -> Non
             again = api.post(f"/api/v1/reconcile/runs/{run['id']}/cancel", json={"user_id": "liu"})
             assert (again.status_code, again.json()["message"]) == (
                 409, f"Run {run['id']} is cancelled: only a queued or running run can be cancelled")
+
+
+def test_a_run_whose_job_gave_up_is_reported_failed_by_the_next_start(tmp_path: Path) -> None:
+    """A run left "running" by a job that gave up (the database failed under its last attempt
+    before the run's end could be saved) would be returned by every start, as the run in progress,
+    and never end. The next start reports it failed and queues a new run, which completes."""
+    db = tmp_path / "cortadel.db"
+    store = SqliteStorage(db)
+    try:  # the state a job that gave up leaves: its run running, its job failed for good
+        stale = ReconcileRun(str(uuid.uuid4()), "ola", "running", ["entities", "facts"], 500, 1_790_000_000.0, started_at=1_790_000_001.0)
+        store.save_reconcile_run(stale)
+        store.enqueue_job("reconcile", "ola", None, {"run_id": stale.id})
+        [job] = store.claim_jobs(time.time() + 1, 1)
+        store.fail_job(job.id, "StorageError: database error: database is locked", None)
+    finally:
+        store.close()
+    with running_server(data=db) as server, httpx.Client(base_url=server.base_url, timeout=30) as api:
+        add_facts(api, "ola", FACTS)
+        wait_enriched(server.data, "ola")
+        started = api.post("/api/v1/reconcile/runs", json={"user_id": "ola"})
+        assert started.status_code == 202, started.text
+        run = started.json()
+        assert run["id"] != stale.id and run["status"] in ("queued", "running")
+        old = api.get("/api/v1/reconcile/status", params={"user_id": "ola", "run_id": stale.id}).json()
+        assert (old["status"], old["run"]["error"]) == (
+            "failed", "its job ended without finishing it (the database failed under every attempt)")
+        assert time.time() - 30 < old["run"]["finished_at"] <= time.time()
+        done = wait_run(api, "ola", run["id"])
+        assert (done["status"], done["run"]["suggested"], done["run"]["auto_approved"]) == ("completed", 3, 2)
+        again = api.post("/api/v1/reconcile/runs", json={"user_id": "ola"}).json()  # nothing stale now: a new run
+        assert again["id"] not in (stale.id, run["id"])
 
 
 def test_scheduled_runs_reconcile_users_who_wrote(tmp_path: Path) -> None:

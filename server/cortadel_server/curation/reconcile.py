@@ -13,7 +13,8 @@ same transaction; a suggestion's key keeps a later run from suggesting it again.
 mid-run leaves every suggestion applied whole or not at all; at start the job is queued again
 and the run starts over, finding only what it has not stored yet. So does a run the database
 failed under (a StorageError): its job is retried, and only after its last attempt is the run
-reported failed.
+reported failed. A run whose job gave up before it could say so is reported failed by the next
+start, which queues a new one.
 """
 
 from __future__ import annotations
@@ -81,13 +82,24 @@ class Reconciler:
             raise ValidationFailed({"limit": [f"Must be between 1 and {MAX_LIMIT}"]})
         with self.storage.write(user_id):
             active = self.storage.reconcile_runs(user_id, active=True)
-            if active:
+            if active and self._queued(active[0]):
                 return active[0]
+            if active:  # its job gave up (the database failed under its every attempt): it never ends by itself
+                stale = active[0]
+                stale.status, stale.finished_at = FAILED, self.clock()
+                stale.error = "its job ended without finishing it (the database failed under every attempt)"
+                self.storage.save_reconcile_run(stale)
+                log.warning("reconcile: run %s had no job left; reported failed, a new run queued", stale.id)
             run = ReconcileRun(str(uuid.uuid4()), user_id, QUEUED, chosen, limit or DEFAULT_LIMIT, self.clock())
             self.storage.save_reconcile_run(run)
             self.storage.enqueue_job(RECONCILE, user_id, None, {"run_id": run.id})
         self.wake()
         return run
+
+    def _queued(self, run: ReconcileRun) -> bool:
+        """Whether the run's job is still queued or running (a running job is dumped as queued)."""
+        return any(job.kind == RECONCILE and job.payload.get("run_id") == run.id and job.status == "queued"
+                   for job in self.storage.dump_jobs(run.user_id))
 
     def status(self, user_id: str, run_id: str | None = None) -> ReconcileRun | None:
         """The run asked for (NotFound when it is not the user's), else the latest, else None."""
