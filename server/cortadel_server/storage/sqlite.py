@@ -1419,7 +1419,7 @@ class SqliteStorage(Storage):
                 return entry
             if entry is not None and entry.version < version:
                 since = entry.version
-                with cache.catching_up:
+                with cache.catching_up(user_id):
                     moved = cache.current(user_id, version)
                     if moved is not None:  # another thread (the loader, a search) caught it up meanwhile
                         return moved

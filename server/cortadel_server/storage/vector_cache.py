@@ -395,6 +395,10 @@ Entry = TypeVar("Entry", bound=Versioned)
 Change = Callable[[Entry], "bool | None"]
 
 
+#: locks a cache's catch-ups are spread over: one user's catch-up rarely waits for another's
+CATCH_UP_STRIPES = 16
+
+
 class VersionedCache(Generic[Entry]):
     """Per-user entries (``UserVectors``; SQLite's term index too), checked against the user's
     version on every read.
@@ -411,10 +415,10 @@ class VersionedCache(Generic[Entry]):
         self._incremental = incremental
         self._held = 0
         self._lock = threading.Lock()
-        #: held by a backend while it reads the rows to catch an entry up and applies them: a second
-        #: thread behind on the same entry (a search, the loader) waits, then finds it current,
-        #: rather than read the same rows again
-        self.catching_up = threading.Lock()
+        #: per user (striped), held by a backend while it reads the rows to catch an entry up and
+        #: applies them: a second thread behind on the same entry (a search, the loader) waits,
+        #: then finds it current, rather than read the same rows again
+        self._catching_up = tuple(threading.Lock() for _ in range(CATCH_UP_STRIPES))
 
     def get(self, user_id: str) -> Entry | None:
         with self._lock:
@@ -422,6 +426,10 @@ class VersionedCache(Generic[Entry]):
             if entry is not None:
                 self._users.move_to_end(user_id)
             return entry
+
+    def catching_up(self, user_id: str) -> threading.Lock:
+        """The lock a catch-up of the user's entry holds (shared with a few other users)."""
+        return self._catching_up[hash(user_id) % CATCH_UP_STRIPES]
 
     def recent(self, n: int) -> dict[str, int]:
         """The versions of the ``n`` entries used last, the last first (their order of use unchanged)."""
