@@ -100,23 +100,27 @@ async def add_new(api: BenchClient, texts: Iterator[str], tickets: Iterator[int]
 
 
 async def catch_up(a: BenchClient, b: BenchClient, rounds: int, timings: CatchUpTimings, texts: Iterator[str],
-                   tickets: Iterator[int]) -> tuple[int, list[float]]:
+                   tickets: Iterator[int], *, pause: float = 0.0) -> tuple[int, list[float]]:
     """``rounds`` of an add through ``a`` and the searches through ``b`` (and the converse, and the
     delete of ``a``'s memory through ``a`` with a search through ``b``), into
-    ``timings``; the adds skipped as duplicates, and the load average every 10 rounds."""
+    ``timings``; the adds skipped as duplicates, and the load average every 10 rounds. ``pause``:
+    seconds between each write and the search after it on the other side (an agent's turn)."""
     loads: list[float] = []
     skipped = 0
     for i in range(rounds):
         written, skips = await add_new(a, texts, tickets)
+        await asyncio.sleep(pause)
         results, seconds = await b.search(USER, written["content"], top_k=10)
         timings.read_after_write(i, "after_other_add", written, results, seconds)
         results, seconds = await b.search(USER, written["content"], top_k=10)
         timings.add("no_write_between", results, seconds)
         deleted = written
         written, more_skips = await add_new(b, texts, tickets)
+        await asyncio.sleep(pause)
         results, seconds = await a.search(USER, written["content"], top_k=10)
         timings.read_after_write(i, "converse", written, results, seconds)
         await a.delete(USER, [deleted["id"]])
+        await asyncio.sleep(pause)
         results, seconds = await b.search(USER, deleted["content"], top_k=10)
         timings.read_after_delete(i, deleted, results, seconds)
         skipped += skips + more_skips

@@ -15,7 +15,8 @@ search must find its top 10), ``--searches`` searches at one client (p50/p95), t
 rounds of the replica catch-up protocol (``bench.perf.replicas.catch_up``) through the port over two
 connections, which with several workers are held by two different workers: an add through one and
 a search for its text through the other (that worker reloads the user first), the same search again,
-and the converse. Every search after an add must find the text just added. Reported: each round,
+and the converse (``--pause`` seconds after each write: an agent's turn; default at once). Every
+search after an add must find the text just added. Reported: each round,
 and per worker count the medians of the rounds, the searches after an add pooled over the rounds,
 and the ratio of searches/s. Prints one JSON report and writes it to bench/reports/workers.json.
 
@@ -142,7 +143,7 @@ async def measure_round(server: RunningServer, qs: list[str], args: argparse.Nam
     timings = CatchUpTimings()
     async with AsyncExitStack() as stack:
         a, b, pair = await pair_on_two_workers(server, stack)
-        skipped, _ = await catch_up(a, b, args.adds, timings, texts, tickets)
+        skipped, _ = await catch_up(a, b, args.adds, timings, texts, tickets, pause=args.pause)
         pair_after = split(connection_workers(server))  # still two workers: no connection was dropped and reopened
     return {"throughput": {**throughput, "connections_per_worker": spread}, "one_client": one_client,
             "search_after_add": {**timings.summary(), "connections_per_worker": pair, "connections_per_worker_after": pair_after,
@@ -180,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--searches", type=int, default=200, help="searches at one client, each round (default: %(default)s)")
     parser.add_argument("--adds", type=int, default=30, help="adds through each connection and searches after them, each round "
                                                              "(default: %(default)s)")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds between each write and the search after it on the "
+                                                                  "other worker (default: %(default)s: at once)")
     parser.add_argument("--baseline", type=Path, help="a folder holding older server code (cortadel_server) to measure "
                                                        "this code against, both at --workers, instead of 1 worker against N")
     parser.add_argument("--out", type=Path, default=REPORT, help="report file (default: %(default)s)")
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         "baseline": None if args.baseline is None else str(args.baseline),
         "order": abba(*variants, args.rounds), "clients": args.clients, "throughput_client": THROUGHPUT_CLIENT,
         "warmup_seconds": args.warmup, "seconds_per_run": args.seconds,
-        "searches": args.searches, "adds": args.adds,
+        "searches": args.searches, "adds": args.adds, "pause_seconds": args.pause,
         "command": "python -m bench.perf.workers " + " ".join(argv if argv is not None else sys.argv[1:]),
         "load_average": {"start": load_average()},
     }

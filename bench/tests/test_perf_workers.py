@@ -21,8 +21,9 @@ def test_rounds_go_one_many_many_one() -> None:
 def test_one_and_two_workers_on_one_file_count_searches_and_find_each_add(tmp_path: Path) -> None:
     out = tmp_path / "workers.json"
     assert main(["--memories", "50", "--rounds", "1", "--warmup", "1", "--seconds", "2", "--searches", "20",
-                 "--adds", str(ADDS), "--out", str(out)]) == 0
+                 "--adds", str(ADDS), "--pause", "0.05", "--out", str(out)]) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["pause_seconds"] == 0.05  # each search after a write comes a moment later: the watcher's case
 
     assert (report["memories"], report["workers"], report["rounds"], report["order"]) == (50, 2, 1, ["1_workers", "2_workers"])
     assert report["fill"]["stored"] == 50
