@@ -291,23 +291,26 @@ def test_a_search_catches_up_by_a_bounded_number_of_rows_and_leaves_more_to_the_
     assert len(expected) == 25
 
 
-def test_searches_running_while_the_process_catches_up_see_whole_entries(
-    processes: tuple[SqliteStorage, SqliteStorage], path: Path
-) -> None:
+@pytest.mark.parametrize("watch", [0.0, 0.005], ids=["searches-catch-up", "watcher-too"])
+def test_searches_running_while_the_process_catches_up_see_whole_entries(path: Path, watch: float) -> None:
     """Searches of one user in several threads of B while A keeps writing: each search that finds
-    B behind catches up, in place, while the others read the same entries. None fails, and B ends
-    where a fresh process is."""
-    a, b = processes
-    rng = random.Random(13)
-    probes = [unit(rng) for _ in range(4)]
-    for i in range(300):
-        a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
-    changed_rows_read(b, path, probes)
-    failures = search_while_writing(a, b, rng, probes)
-    assert failures == []
-    assert b.cache_reads["vectors"].catch_ups > 10
-    assert b.cache_reads["text"].catch_ups > 10
-    assert changed_rows_read(b, path, probes)[2] == 0
+    B behind catches up, in place, while the others read the same entries (and, watching, while
+    B's loader catches the same entries up). None fails, and B ends where a fresh process is."""
+    a, b = SqliteStorage(path), SqliteStorage(path, index_after_searches=1, watch_seconds=watch)
+    try:
+        rng = random.Random(13)
+        probes = [unit(rng) for _ in range(4)]
+        for i in range(300):
+            a.insert_memory(record(f"m{i}", sentence(rng), "s1" if i % 2 else None, T0 + i), unit(rng))
+        changed_rows_read(b, path, probes)
+        failures = search_while_writing(a, b, rng, probes)
+        assert failures == []
+        assert b.cache_reads["vectors"].catch_ups > 10
+        assert b.cache_reads["text"].catch_ups > 10
+        assert changed_rows_read(b, path, probes)[2] == 0
+    finally:
+        a.close()
+        b.close()
 
 
 def test_a_search_on_the_other_worker_after_an_add_or_a_deletion_catches_up_by_its_rows(tmp_path: Path) -> None:

@@ -1418,18 +1418,21 @@ class SqliteStorage(Storage):
             if entry is not None and entry.version == version:
                 return entry
             if entry is not None and entry.version < version:
-                since = entry.version
                 with cache.catching_up(user_id):
-                    moved = cache.current(user_id, version)
-                    if moved is not None:  # another thread (the loader, a search) caught it up meanwhile
-                        return moved
-                    changed = self._changed_since(user_id, columns, since, None if build is not None else CATCH_UP_INLINE_ROWS)
-                    if changed is None:  # too many for a search to wait for
-                        return None
-                    reads.rows += len(changed)
-                    if cache.catch_up(user_id, entry, since, version, lambda held: apply(held, changed)):
-                        reads.catch_ups += 1
-                        return entry
+                    # Another thread (the loader, a search) may have caught it up meanwhile, all or
+                    # part of the way: from where it is now.
+                    latest = cache.get(user_id)
+                    if latest is not None and latest.version == version:
+                        return latest
+                    if latest is not None and latest.version < version:
+                        entry, since = latest, latest.version
+                        changed = self._changed_since(user_id, columns, since, None if build is not None else CATCH_UP_INLINE_ROWS)
+                        if changed is None:  # too many for a search to wait for
+                            return None
+                        reads.rows += len(changed)
+                        if cache.catch_up(user_id, entry, since, version, lambda held: apply(held, changed)):
+                            reads.catch_ups += 1
+                            return entry
                 moved = cache.current(user_id, version)
                 if moved is not None:  # brought to it meanwhile by another way (this process's write)
                     return moved
