@@ -515,9 +515,10 @@ class SqliteStorage(Storage):
         self._changes_at_begin = 0
         #: per full-text table, whether ``_committed_totals`` can read its averages record
         self._averages_known: dict[str, bool] = {}
-        #: rows the open write transaction added to the history and the job queue, per insert
-        #: statement: inserted together before any statement on that table or any delete, at the
-        #: latest before it commits (``_may_change``), one statement where each row made one
+        #: rows the open write transaction added to the history, the job queue and the memories'
+        #: full-text index, per insert statement: inserted together before any statement on that
+        #: table, any delete or any change of a memory's text, at the latest before it commits
+        #: (``_may_change``), one statement where each row made one
         self._deferred: dict[str, list[tuple[Any, ...]]] = {}
         with self._translate():
             self._writer = self._connect()
