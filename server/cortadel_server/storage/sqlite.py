@@ -1273,14 +1273,17 @@ class SqliteStorage(Storage):
         process: it costs about as much as forty searches save (42 ms of CPU for both indexes at
         1,000 memories), so a user who searches a few times is better served by FTS5 — a hundred
         such users each asking for loads made every search 2.8 times slower."""
-        version = self.user_version(user_id)
-        if not version:  # no row (erased): nothing of the user is kept
-            cache.drop(user_id)
-            return None
-        cached = cache.current(user_id, version)
-        if cached is None and catch_up is not None and cache.get(user_id) is not None:
-            cached = catch_up(user_id)
-        if cached is None:
+        with self._one_snapshot():  # the version catch_up reads too
+            version = self.user_version(user_id)
+            if not version:  # no row (erased): nothing of the user is kept
+                cache.drop(user_id)
+                return None
+            cached = cache.current(user_id, version)
+            if cached is None and catch_up is not None and cache.get(user_id) is not None:
+                cached = catch_up(user_id)
+        if cached is None and ((held := cache.version_of(user_id)) is None or held < version):
+            # Behind, or dropped: a load. An entry past this snapshot (another thread caught it up
+            # to a later one) needs none.
             key = (load.__name__, user_id)
             with self._term_loads_lock:
                 if len(self._searches) >= SEARCH_COUNTS_HELD:
@@ -1420,11 +1423,13 @@ class SqliteStorage(Storage):
                 return entry
             if entry is not None and entry.version < version:
                 with cache.catching_up(user_id):
-                    # Another thread (the loader, a search) may have caught it up meanwhile, all or
-                    # part of the way: from where it is now.
+                    # Another thread (the loader, a search, the watcher) may have caught it up
+                    # meanwhile, all or part of the way or past this snapshot: from where it is now.
                     latest = cache.get(user_id)
                     if latest is not None and latest.version == version:
                         return latest
+                    if latest is not None and latest.version > version and build is None:
+                        return None  # FTS5 answers this search; the entry is as it should be
                     if latest is not None and latest.version < version:
                         entry, since = latest, latest.version
                         changed = self._changed_since(user_id, columns, since, None if build is not None else CATCH_UP_INLINE_ROWS)
@@ -1457,8 +1462,8 @@ class SqliteStorage(Storage):
     @contextmanager
     def _one_snapshot(self) -> Iterator[None]:
         """The reads inside in one snapshot: the open write's or search snapshot's when the thread
-        is in one, else a read transaction of their own."""
-        if self._write_owner == threading.get_ident() or self._conn().in_snapshot:
+        is in one (or an enclosing ``_one_snapshot``'s), else a read transaction of their own."""
+        if self._write_owner == threading.get_ident() or not self._conn().getautocommit():
             yield
             return
         self._exec("BEGIN")
