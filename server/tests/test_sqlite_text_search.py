@@ -21,6 +21,7 @@ import pytest
 from cortadel_server.storage.base import SUPERSEDED, MemoryFilters, MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage, _Sessions, user_key
 from cortadel_server.storage.term_index import TermIndex, Totals
+from cortadel_server.storage.vector_cache import VersionedCache
 
 NAMES = ["Priya", "Tom", "Ana", "Kenji"]
 PLACES = ["Porto", "Lisbon", "Osaka"]
@@ -315,6 +316,54 @@ def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
     assert list(extended._length) == list(whole._length) == [7.0, 6.0, 1.0]
     for phrases in ([["tea"]], [["sister"], ["ana"]], [["kenji", "s"]], [["sister", "s"]], [["ana", "s"]]):
         assert extended.best(phrases, lambda _: Totals(3, 20), limit=3) == whole.best(phrases, lambda _: Totals(3, 20), limit=3)
+
+
+def test_rows_are_appended_while_other_threads_take_the_current_rows() -> None:
+    """A search takes ``current()`` without the cache's lock while a catch-up in another thread
+    appends rows: reading the flags exported their array to numpy for as long as it converted, and
+    the append failed with BufferError on its first try, leaving the entry half changed."""
+    index = TermIndex(1, [(f"m{i}", ["tea", "porto"], [], True) for i in range(20_000)], context_weight=0.3)
+    stop = threading.Event()
+
+    def take_current() -> None:
+        while not stop.is_set():
+            index.current()
+
+    readers = [threading.Thread(target=take_current) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    try:
+        for i in range(30_000):
+            index.append(f"n{i}", ["tea"], [], i % 2 == 0)
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    flags = index.current()
+    assert (len(flags), int(flags.sum())) == (50_000, 35_000)
+
+
+@pytest.mark.parametrize("way", ["advance", "amend", "catch_up"])
+def test_an_entry_whose_change_raised_is_dropped(way: str) -> None:
+    """A change that raised part way (a write's, or a catch-up's) may have left the entry half
+    changed: the cache drops it, so the next search reads the user whole instead of trusting it."""
+    cache: VersionedCache[TermIndex] = VersionedCache(incremental=True)
+    entry = TermIndex(3, [(f"m{i}", ["tea"], [], True) for i in range(5)], context_weight=0.3)
+    cache.put("u1", entry)
+
+    def half_done(index: TermIndex) -> bool:
+        index.append("m5", ["tea"], [], True)
+        raise RuntimeError("half done")
+
+    with pytest.raises(RuntimeError, match="half done"):
+        if way == "advance":
+            cache.advance("u1", 4, half_done)
+        elif way == "amend":
+            cache.amend("u1", 3, half_done)
+        else:
+            cache.catch_up("u1", entry, 3, 5, half_done)
+    assert cache.get("u1") is None
+    assert cache._held == 0  # its rows left the count the cache bounds itself by
 
 
 def test_rows_removed_and_replaced_in_place_rank_as_the_same_rows_loaded_afresh() -> None:

@@ -431,7 +431,9 @@ class TermIndex:
     def current(self) -> np.ndarray:
         """Which rows are current, as a row mask for ``best_among``."""
         n = self.n  # first: a write appending meanwhile adds its flag before its postings
-        return np.array(self._current, dtype=bool)[:n]
+        # The slice is a copy made at once; numpy reading the array itself exported its buffer for
+        # as long as it converted, and an append by a catch-up in another thread then failed.
+        return np.array(self._current[:n], dtype=bool)
 
     def rows_of(self, memory_ids: Iterable[str]) -> np.ndarray:
         """The rows of ``memory_ids`` as a row mask for ``best_among`` (ids it does not hold are left out)."""

@@ -477,7 +477,7 @@ class VersionedCache(Generic[Entry]):
             if entry is None:
                 return
             before = entry.n
-            if change is None or entry.version != version - 1 or change(entry) is False:
+            if change is None or entry.version != version - 1 or self._apply(user_id, entry, change) is False:
                 self._fall_behind(user_id, entry, entry.version)
                 return
             entry.version = version
@@ -495,10 +495,20 @@ class VersionedCache(Generic[Entry]):
                 self._fall_behind(user_id, entry, entry.version)
                 return
             before = entry.n
-            if change is None or change(entry) is False:
+            if change is None or self._apply(user_id, entry, change) is False:
                 self._fall_behind(user_id, entry, version - 1)
                 return
             self._held += entry.n - before
+
+    def _apply(self, user_id: str, entry: Entry, change: Change[Entry]) -> bool | None:
+        """``change(entry)``; one that raised may have left the entry half changed, and it is dropped."""
+        before = entry.n
+        try:
+            return change(entry)
+        except BaseException:
+            self._held -= before
+            del self._users[user_id]
+            raise
 
     def _fall_behind(self, user_id: str, entry: Entry, version: int) -> None:
         """``entry`` no longer reflects the user's version; it is taken for ``version`` (one it may
@@ -519,7 +529,7 @@ class VersionedCache(Generic[Entry]):
             if self._users.get(user_id) is not entry or entry.version != since:
                 return False
             before = entry.n
-            if not change(entry):
+            if not self._apply(user_id, entry, change):
                 self._held -= before
                 del self._users[user_id]
                 return False
