@@ -3,7 +3,8 @@
     CortadelError
     ├── ConfigError            a bad setting; the server refuses to start
     ├── StorageError           the database failed (translated from apsw / psycopg)
-    │   └── DimensionMismatch  stored vectors have another dimension than the embedder
+    │   ├── DimensionMismatch  stored vectors have another dimension than the embedder
+    │   └── StaleSnapshot      a search's snapshot is older than the caches: it runs again in a new one
     ├── ProviderError          an embedder, reranker or LLM failed or timed out
     │   ├── MissingDependency  an optional package for a provider is not installed
     │   └── ExtractionFailed   the LLM extracted no facts and no fallback extractor is configured
@@ -37,6 +38,12 @@ class StorageError(CortadelError):
 
 class DimensionMismatch(StorageError):
     """Stored vectors do not have the configured embedder's dimension."""
+
+
+class StaleSnapshot(StorageError):
+    """A renewable search snapshot (``Storage.search_snapshot``) is older than what a cache of the
+    backend holds, which another thread moved past it: the search runs again in a new snapshot
+    rather than wait for the user's rows read whole."""
 
 
 class TransferError(CortadelError):

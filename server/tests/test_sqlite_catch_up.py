@@ -40,6 +40,7 @@ from support.catch_up import (
 from test_metrics import scrape
 from test_metrics_workers import cache_counts
 
+from cortadel_server.errors import StaleSnapshot
 from cortadel_server.storage.base import MemoryFilters, ScoredId, StoredMemory
 from cortadel_server.storage.sqlite import CATCH_UP_INLINE_ROWS, SqliteStorage
 from cortadel_server.testing import ServerProcess, connection_owners, database_for, worker_pids
@@ -313,52 +314,72 @@ def test_searches_running_while_the_process_catches_up_see_whole_entries(path: P
         b.close()
 
 
-def test_a_search_whose_snapshot_is_older_than_the_entry_asks_fts5_and_loads_nothing(
-    processes: tuple[SqliteStorage, SqliteStorage],
+@pytest.mark.parametrize("renewable", [False, True], ids=["kept", "renewable"])
+def test_a_search_whose_snapshot_is_older_than_the_entries_answers_as_of_it_or_runs_again(
+    processes: tuple[SqliteStorage, SqliteStorage], renewable: bool,
 ) -> None:
     """A search that took its snapshot before A's last write, and finds B's entries caught up past
-    it by another thread, answers from FTS5 as of its snapshot and leaves the entries be: a whole
-    read would bring them back to where they already are (it did: the reload of the session index
-    failed the four-thread session test now and then)."""
+    it by another thread: the text and session arms answer from FTS5 as of its snapshot and leave
+    the entries be (a whole read would bring them back to where they already are; it did, and the
+    reload of the session index failed the four-thread session test now and then). The vector arm
+    has no FTS5: in a snapshot it may not renew it reads the user's vectors whole, as of the
+    snapshot; in a renewable one (the retriever's) it raises StaleSnapshot, and the search runs
+    again in a new snapshot."""
     a, b = processes
     rng = random.Random(23)
     write_the_first_rows(a, rng)
-    a.insert_memory(record("z1", "Farid goes sailing to Zanzibar.", "s9", T0 + 200), unit(rng))
+    probe = unit(rng)
+    a.insert_memory(record("z1", "Farid goes sailing to Zanzibar.", "s9", T0 + 200), probe)
     b._term_index(USER)
     b._session_index(USER)
-    as_of_z1 = (b.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), b.session_search(USER, "Zanzibar sailing", 5))
-    assert [hit.id for hit in as_of_z1[0]] == ["z1"] and [hit.id for hit in as_of_z1[1]] == ["s9"]
+    b._user_vectors(USER)
+
+    def search(store: SqliteStorage) -> tuple[list[ScoredId], ...]:
+        return (store.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), store.session_search(USER, "Zanzibar sailing", 5),
+                store.vector_search(USER, probe, MemoryFilters(), 3))
+
+    as_of_z1 = search(b)
+    assert [[hit.id for hit in hits][:1] for hits in as_of_z1] == [["z1"], ["s9"], ["z1"]]
+    arms = ("text", "sessions", "vectors")
 
     in_snapshot, searched = threading.Event(), threading.Event()
     found: list[Any] = []
 
     def older_search() -> None:
-        with b.search_snapshot(USER):
+        with b.search_snapshot(USER, renewable=renewable):
             found.append(b.user_version(USER))  # the snapshot's: before A's next write
             in_snapshot.set()
             searched.wait(10)
-            found.append((b.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5),
-                          b.session_search(USER, "Zanzibar sailing", 5)))
+            try:
+                found.append(search(b))
+            except StaleSnapshot as exc:
+                found.append(exc)
 
     thread = threading.Thread(target=older_search)
     thread.start()
     assert in_snapshot.wait(10)
     try:
-        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), unit(rng))
-        # this thread catches both entries up past the other's snapshot
-        assert {hit.id for hit in b.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5)} == {"z1", "z2"}
-        assert {hit.id for hit in b.session_search(USER, "Zanzibar sailing", 5)} == {"s9", "s8"}
-        reads = [(r.rows, r.reloads, r.catch_ups) for r in (b.cache_reads["text"], b.cache_reads["sessions"])]
+        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), probe)
+        # this thread catches every entry up past the other's snapshot
+        assert [{hit.id for hit in hits[:2]} for hits in search(b)] == [{"z1", "z2"}, {"s9", "s8"}, {"z1", "z2"}]
+        reads = [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
     finally:
         searched.set()
         thread.join()
     b._term_loader.submit(lambda: None).result()
 
     version = a.user_version(USER)
-    assert found == [version - 1, as_of_z1]
-    assert [(r.rows, r.reloads, r.catch_ups) for r in (b.cache_reads["text"], b.cache_reads["sessions"])] == reads
-    assert (b._terms.version_of(USER), b._sessions.version_of(USER)) == (version, version)
-    assert b._term_loads_after == {}  # no load was asked for, of either
+    assert found[0] == version - 1
+    if renewable:
+        assert isinstance(found[1], StaleSnapshot)
+        assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+    else:
+        assert found[1] == as_of_z1
+        reads[2] = (reads[2][0] + 1, reads[2][1])  # the vectors as of the snapshot, read whole
+        assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+    # the entries stay where the other thread brought them, and no load was asked for
+    assert (b._terms.version_of(USER), b._sessions.version_of(USER), b._vectors.version_of(USER)) == (version,) * 3
+    assert b._term_loads_after == {}
 
 
 def test_a_search_on_the_other_worker_after_an_add_or_a_deletion_catches_up_by_its_rows(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from cortadel_server.curation.fading import Fading
+from cortadel_server.errors import StaleSnapshot
 from cortadel_server.language.speakers import asked_about
 from cortadel_server.providers.embedding.base import Embedder
 from cortadel_server.providers.reranking.base import Reranker
@@ -148,8 +149,14 @@ class Retriever:
 
     def search(self, request: SearchRequest, config: SearchConfig | None = None) -> list[Hit]:
         config = (config or RECIPES[request.mode]).for_request(request)
-        with self.storage.search_snapshot(request.user_id):
-            return self._search(request, config)
+        try:
+            with self.storage.search_snapshot(request.user_id, renewable=True):
+                return self._search(request, config)
+        except StaleSnapshot:
+            # Another thread moved a cache past the snapshot while this search ran: once more in a
+            # new one (a few ms), which reads the user whole only if that happens again.
+            with self.storage.search_snapshot(request.user_id):
+                return self._search(request, config)
 
     def _search(self, request: SearchRequest, config: SearchConfig) -> list[Hit]:
         timings: dict[str, float] = {}

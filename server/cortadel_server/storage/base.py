@@ -317,13 +317,17 @@ class Storage(abc.ABC):
     def user_version(self, user_id: str) -> int:
         """The user's version (0 before their first write): what a cache of their data compares with."""
 
-    def search_snapshot(self, user_id: str) -> AbstractContextManager[None]:
+    def search_snapshot(self, user_id: str, *, renewable: bool = False) -> AbstractContextManager[None]:
         """The reads of one search of ``user_id``, made inside this block of the calling thread: a
         backend may make them in one snapshot and read the user's version (and what else only a
         commit changes) once for all of them, so the records a search returns are in the state its
         arms ranked (SQLite: one read transaction; PostgreSQL: a read-only REPEATABLE READ one).
         Inside ``write()`` the write's own view is the snapshot; a write inside the block goes
-        through ``write()``. This default leaves each read on its own."""
+        through ``write()``. This default leaves each read on its own.
+
+        ``renewable``: the caller runs the block again in a new snapshot when a read raises
+        ``StaleSnapshot``, which a backend may raise when a cache of its moved past this snapshot
+        (SQLite's vectors), instead of reading the user whole for this snapshot alone."""
         return nullcontext()
 
     def cache_counts(self) -> Mapping[str, CacheReads]:

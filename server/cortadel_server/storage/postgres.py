@@ -589,10 +589,10 @@ class PostgresStorage(Storage):
         return version
 
     @contextmanager
-    def search_snapshot(self, user_id: str) -> Iterator[None]:
+    def search_snapshot(self, user_id: str, *, renewable: bool = False) -> Iterator[None]:
         """One read-only REPEATABLE READ transaction on one connection for the search: its arms
         read one snapshot, and the user's version once. Inside a write its own transaction is the
-        view; nested, the enclosing snapshot."""
+        view; nested, the enclosing snapshot. Never renewed (``renewable`` is not used)."""
         if self._open() is not None:
             yield
             return

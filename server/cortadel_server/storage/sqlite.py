@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 import apsw
 import numpy as np
 
-from cortadel_server.errors import StorageError
+from cortadel_server.errors import StaleSnapshot, StorageError
 from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
     TRANSFER_KINDS,
@@ -435,6 +435,8 @@ class _Connection(apsw.Connection):
     terms: UserTerms
     #: a search snapshot is open on this connection
     in_snapshot: bool = False
+    #: and its search runs again in a new one on ``StaleSnapshot``
+    renewable: bool = False
     #: the database's ``PRAGMA data_version`` that ``versions`` and ``totals`` were read at: a
     #: commit by any other connection (of any process) moves it on
     cached_at: int = -1
@@ -782,7 +784,7 @@ class SqliteStorage(Storage):
         return int(rows[0][0]) if rows else 0
 
     @contextmanager
-    def search_snapshot(self, user_id: str) -> Iterator[None]:
+    def search_snapshot(self, user_id: str, *, renewable: bool = False) -> Iterator[None]:
         """One read transaction for the search: its arms read one snapshot, and the user's version
         (four reads a search) and the full-text totals (two reads of 0.1 ms) are read once for as
         long as no other connection commits, as ``PRAGMA data_version`` tells."""
@@ -798,10 +800,10 @@ class SqliteStorage(Storage):
                 conn.versions.clear()
                 conn.totals.clear()
                 conn.cached_at = data_version
-            conn.in_snapshot = True
+            conn.in_snapshot, conn.renewable = True, renewable
             yield
         finally:
-            conn.in_snapshot = False
+            conn.in_snapshot = conn.renewable = False
             if not conn.getautocommit():
                 self._exec("COMMIT")
 
@@ -1428,8 +1430,6 @@ class SqliteStorage(Storage):
                     latest = cache.get(user_id)
                     if latest is not None and latest.version == version:
                         return latest
-                    if latest is not None and latest.version > version and build is None:
-                        return None  # FTS5 answers this search; the entry is as it should be
                     if latest is not None and latest.version < version:
                         entry, since = latest, latest.version
                         changed = self._changed_since(user_id, columns, since, None if build is not None else CATCH_UP_INLINE_ROWS)
@@ -1442,12 +1442,21 @@ class SqliteStorage(Storage):
                 moved = cache.current(user_id, version)
                 if moved is not None:  # brought to it meanwhile by another way (this process's write)
                     return moved
+            held = cache.version_of(user_id)
+            if held is not None and held > version:
+                # Another thread caught the entry up past this snapshot; it is as it should be.
+                conn = self._conn()
+                if not conn.in_snapshot and (newer := cache.get(user_id)) is not None:
+                    return newer  # a read on its own (the loader's): the newer entry serves it as well
                 if build is None:
+                    return None  # FTS5 answers this search
+                if conn.renewable:  # the search runs again, rather than read the user whole
+                    raise StaleSnapshot(f"a search snapshot at version {version} of a user the cache holds at {held}")
+            if build is None:
+                if entry is not None:
                     # Dropped by the cache: the loader thread frees it, not this search (an index is
                     # tens of thousands of objects, 2 ms at 10,000 memories). This frame lets go first.
                     self._term_loader.submit(_free, entry)
-                    return None
-            if build is None:
                 return None
             rows = self._rows(f"SELECT {columns} FROM memories WHERE user_id = ? ORDER BY rowid", (user_id,))
             reads.rows += len(rows)
