@@ -1,0 +1,56 @@
+"""SQLite's checkpoints: the WAL is copied back into the database by the loader thread, off the
+commit that crosses ``CHECKPOINT_PAGES`` (``SqliteStorage._wal_grew``), and a commit checkpoints
+itself only past ``CHECKPOINT_INLINE_PAGES``: the WAL starts over only when a write begins after a
+whole copy, and writes one after another never leave the loader that moment."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import apsw
+from support.catch_up import USER, record, sentence, unit
+
+from cortadel_server.storage.base import MemoryFilters
+from cortadel_server.storage.sqlite import CHECKPOINT_INLINE_PAGES, CHECKPOINT_PAGES, SqliteStorage
+
+#: a WAL frame: its header and one page
+FRAME = 24 + 4096
+
+
+def wal_pages(path: Path) -> int:
+    """The frames the WAL file has room for: how far it ever grew since it was last truncated."""
+    wal = Path(f"{path}-wal")
+    return (wal.stat().st_size - 32) // FRAME if wal.exists() else 0
+
+
+def test_writes_one_after_another_keep_the_wal_bounded_and_lose_no_row(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoint.db"
+    store = SqliteStorage(path)
+    rng = random.Random(5)
+    grown = []
+    try:
+        for i in range(900):
+            store.insert_memory(record(f"m{i}", sentence(rng), f"s{i // 40}", 1_790_000_000.0 + i), unit(rng))
+            grown.append(wal_pages(path))
+        store._term_loader.submit(lambda: None).result()
+    finally:
+        store.close()
+    # The writes filled the WAL past the loader's mark many times over ...
+    assert grown[-1] > CHECKPOINT_PAGES
+    # ... and it stopped growing a write past the commit's own mark: it started over there.
+    per_write = max(b - a for a, b in itertools.pairwise(grown))
+    assert CHECKPOINT_INLINE_PAGES <= max(grown) <= CHECKPOINT_INLINE_PAGES + per_write
+    assert grown[-100:] == [max(grown)] * 100
+    fresh = SqliteStorage(path)
+    try:
+        assert fresh._rows("PRAGMA integrity_check") == [("ok",)]
+        assert fresh.list_memories(USER, MemoryFilters(), offset=0, limit=1)[1] == 900
+    finally:
+        fresh.close()
+    # Closing the last connection copied the rest and removed the WAL; the file alone holds every row.
+    assert not Path(f"{path}-wal").exists()
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    assert conn.execute("SELECT count(*) FROM memories").fetchall() == [(900,)]
+    conn.close()
