@@ -12,7 +12,9 @@ test_postgres_text_cache.py; each check compares B with a third opened for the c
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,7 +32,8 @@ from support.catch_up import (
     write_the_first_rows,
 )
 
-from cortadel_server.storage.base import MemoryFilters, StoredMemory
+from cortadel_server.errors import StaleSnapshot
+from cortadel_server.storage.base import MemoryFilters, ScoredId, StoredMemory
 from cortadel_server.storage.postgres import PostgresStorage
 from cortadel_server.testing_postgres import scratch_database
 
@@ -238,3 +241,60 @@ def test_a_write_behind_another_replica_reads_the_user_once_and_not_at_every_loo
         raise RuntimeError("roll back")
     assert "rolled-back" not in {hit.id for hits in answers(b, probes) for hit in hits}
     changed_rows_read(b, url, probes)  # and B answers as a fresh process
+
+
+@pytest.mark.parametrize("renewable", [False, True], ids=["kept", "renewable"])
+def test_a_search_whose_snapshot_is_older_than_the_entries_answers_as_of_it_or_runs_again(
+    replicas: tuple[PostgresStorage, PostgresStorage], renewable: bool,
+) -> None:
+    """A search that took its snapshot before A's last write, and finds B's entries caught up past
+    it by another thread of B: in a snapshot it may not renew, each arm reads the user whole, as of
+    the snapshot (what the entries hold is a later version); in a renewable one (the retriever's)
+    the first arm raises StaleSnapshot, and the search runs again in a new snapshot. Either way the
+    entries stay where the other thread brought them."""
+    a, b = replicas
+    rng = random.Random(23)
+    write_the_first_rows(a, rng)
+    probe = unit(rng)
+    a.insert_memory(record("z1", "Farid goes sailing to Zanzibar.", "s9", T0 + 200), probe)
+
+    def search(store: PostgresStorage) -> tuple[list[ScoredId], list[ScoredId]]:
+        return store.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), store.vector_search(USER, probe, MemoryFilters(), 3)
+
+    as_of_z1 = search(b)
+    assert [[hit.id for hit in hits][:1] for hits in as_of_z1] == [["z1"], ["z1"]]
+    arms = ("text", "vectors")
+    in_snapshot, searched = threading.Event(), threading.Event()
+    found: list[Any] = []
+
+    def older_search() -> None:
+        with b.search_snapshot(USER, renewable=renewable):
+            found.append(b._read_version(USER))  # the snapshot's: before A's next write
+            in_snapshot.set()
+            searched.wait(10)
+            try:
+                found.append(search(b))
+            except StaleSnapshot as exc:
+                found.append(exc)
+
+    thread = threading.Thread(target=older_search)
+    thread.start()
+    assert in_snapshot.wait(10)
+    try:
+        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), probe)
+        # this thread catches both entries up past the other's snapshot
+        assert [{hit.id for hit in hits[:2]} for hits in search(b)] == [{"z1", "z2"}] * 2
+        reads = [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
+    finally:
+        searched.set()
+        thread.join()
+
+    version = a._read_version(USER)
+    assert found[0] == version - 1
+    if renewable:
+        assert isinstance(found[1], StaleSnapshot)
+    else:
+        assert found[1] == as_of_z1
+        reads = [(reloads + 1, catch_ups) for reloads, catch_ups in reads]  # each read whole, as of the snapshot
+    assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+    assert (b._lexemes.version_of(USER), b._vectors.version_of(USER)) == (version, version)

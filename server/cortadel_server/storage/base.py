@@ -327,7 +327,8 @@ class Storage(abc.ABC):
 
         ``renewable``: the caller runs the block again in a new snapshot when a read raises
         ``StaleSnapshot``, which a backend may raise when a cache of its moved past this snapshot
-        (SQLite's vectors), instead of reading the user whole for this snapshot alone."""
+        (SQLite's vectors, PostgreSQL's vectors and full-text rows), instead of reading the user whole for
+        this snapshot alone."""
         return nullcontext()
 
     def cache_counts(self) -> Mapping[str, CacheReads]:

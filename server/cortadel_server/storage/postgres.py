@@ -41,7 +41,7 @@ import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
-from cortadel_server.errors import StorageError
+from cortadel_server.errors import StaleSnapshot, StorageError
 from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.storage.base import (
     TRANSFER_KINDS,
@@ -302,9 +302,11 @@ class _Transaction(_Open):
 class _Snapshot(_Open):
     """The searching thread's read-only transaction (``search_snapshot``): also the rowids read in it."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], *, renewable: bool) -> None:
         super().__init__(conn, b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self.rowids: dict[str, np.ndarray | None] = {}
+        #: its search runs again in a new snapshot on ``StaleSnapshot``
+        self.renewable = renewable
 
 
 def _check_if_readable(conn: psycopg.Connection[Any]) -> None:
@@ -592,12 +594,12 @@ class PostgresStorage(Storage):
     def search_snapshot(self, user_id: str, *, renewable: bool = False) -> Iterator[None]:
         """One read-only REPEATABLE READ transaction on one connection for the search: its arms
         read one snapshot, and the user's version once. Inside a write its own transaction is the
-        view; nested, the enclosing snapshot. Never renewed (``renewable`` is not used)."""
+        view; nested, the enclosing snapshot."""
         if self._open() is not None:
             yield
             return
         with self._translate(), self._pool.connection() as conn:
-            snapshot = self._local.snapshot = _Snapshot(conn)
+            snapshot = self._local.snapshot = _Snapshot(conn, renewable=renewable)
             try:
                 yield
             finally:
@@ -945,6 +947,13 @@ class PostgresStorage(Storage):
             if version is None:  # erased
                 cache.drop(user_id)
                 return None
+            if since > version:  # another thread caught the entry up past this snapshot
+                snapshot = self._open_snapshot()
+                if snapshot is None and tx is None:
+                    return entry  # a read on its own: the newer entry serves it as well
+                if snapshot is not None and snapshot.renewable:
+                    # the search runs again, rather than read the user whole for this snapshot
+                    raise StaleSnapshot(f"a search snapshot at version {version} of a user the cache holds at {since}")
             # fewer rows than the entry's and the new ones: rows went away, which the rowids left tell
             went_away = since < version and unchanged + len(changed) < entry.rows + sum(
                 1 for row in changed if row[0] > entry.last_rowid)
