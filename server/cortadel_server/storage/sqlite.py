@@ -496,8 +496,11 @@ class SqliteStorage(Storage):
         self._local = threading.local()
         self._write_lock = threading.RLock()
         self._write_owner: int | None = None
+        #: loads of term indexes for searches, off the request path and one at a time (``_for_search``);
+        #: also catch-ups, checkpoints and room made ahead in the vector matrices
+        self._term_loader = ThreadPoolExecutor(1, thread_name_prefix="cortadel-terms")
         # incremental: an entry another process's write left behind catches up by the rows it changed
-        self._vectors = VectorCache(incremental=True)
+        self._vectors = VectorCache(incremental=True, make_room=self._term_loader.submit)
         #: each user's full-text terms, for BM25 in process: the text arm and the dedup lookups (storage/term_index.py)
         self._terms: VersionedCache[TermIndex] = VersionedCache(incremental=True)
         #: what keeping the vectors and term indexes current read from the database
@@ -505,8 +508,6 @@ class SqliteStorage(Storage):
         #: each user's session documents and members, for the session arm in process (``_session_index``),
         #: kept current by this process's writes (``_append_to_sessions``, ``_bump``), caught up after another's
         self._sessions: VersionedCache[_Sessions] = VersionedCache(incremental=True)
-        #: loads of term indexes for searches, off the request path and one at a time (``_for_search``)
-        self._term_loader = ThreadPoolExecutor(1, thread_name_prefix="cortadel-terms")
         self._term_loads: dict[tuple[str, str], Future[None]] = {}
         #: when each load may run again (a user who writes all the time would keep one busy); a
         #: key is here once its index was loaded in this process
