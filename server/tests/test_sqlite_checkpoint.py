@@ -54,3 +54,25 @@ def test_writes_one_after_another_keep_the_wal_bounded_and_lose_no_row(tmp_path:
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     assert conn.execute("SELECT count(*) FROM memories").fetchall() == [(900,)]
     conn.close()
+
+
+def test_a_checkpoint_that_cannot_be_asked_for_fails_no_commit(tmp_path: Path) -> None:
+    """The hook runs after SQLite committed: whatever it raised, SQLite reported as the commit's
+    error, for a write that had taken place. With the loader gone (as while the store closes), the
+    writes past the mark still succeed, every one of them, and so do those that fill a user's
+    vector matrix (the room made ahead of them is asked of the loader too)."""
+    path = tmp_path / "checkpoint.db"
+    store = SqliteStorage(path)
+    rng = random.Random(6)
+    try:
+        for i in range(10):
+            store.insert_memory(record(f"m{i}", sentence(rng), f"s{i // 40}", 1_790_000_000.0 + i), unit(rng))
+        assert len(store.vector_search(USER, unit(rng), MemoryFilters(), 20)) == 10  # the user's vectors cached
+        store._term_loader.shutdown()
+        for i in range(10, 120):
+            store.insert_memory(record(f"m{i}", sentence(rng), f"s{i // 40}", 1_790_000_000.0 + i), unit(rng))
+        assert wal_pages(path) > CHECKPOINT_PAGES  # past the mark: the loader was asked for, and could not be
+        assert store.list_memories(USER, MemoryFilters(), offset=0, limit=1)[1] == 120
+        assert len(store.vector_search(USER, unit(rng), MemoryFilters(), 200)) == 120  # grown by the writes
+    finally:
+        store.close()

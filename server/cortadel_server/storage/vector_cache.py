@@ -599,5 +599,8 @@ class VectorCache(VersionedCache[UserVectors]):
     def _apply(self, user_id: str, entry: UserVectors, change: Change[UserVectors]) -> bool | None:
         changed = super()._apply(user_id, entry, change)
         if self._make_room is not None and entry.needs_room():
-            self._make_room(entry.make_room)
+            try:
+                self._make_room(entry.make_room)
+            except RuntimeError:  # the loader is gone (the store closes): the write grows the arrays itself
+                entry.room_asked = False
         return changed
