@@ -12,9 +12,7 @@ test_postgres_text_cache.py; each check compares B with a third opened for the c
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +24,7 @@ from support.catch_up import (
     USER,
     answers,
     record,
+    search_from_an_older_snapshot,
     search_while_writing,
     sentence,
     unit,
@@ -258,43 +257,26 @@ def test_a_search_whose_snapshot_is_older_than_the_entries_answers_as_of_it_or_r
     probe = unit(rng)
     a.insert_memory(record("z1", "Farid goes sailing to Zanzibar.", "s9", T0 + 200), probe)
 
-    def search(store: PostgresStorage) -> tuple[list[ScoredId], list[ScoredId]]:
-        return store.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), store.vector_search(USER, probe, MemoryFilters(), 3)
+    def search() -> tuple[list[ScoredId], list[ScoredId]]:
+        return b.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), b.vector_search(USER, probe, MemoryFilters(), 3)
 
-    as_of_z1 = search(b)
+    as_of_z1 = search()
     assert [[hit.id for hit in hits][:1] for hits in as_of_z1] == [["z1"], ["z1"]]
     arms = ("text", "vectors")
-    in_snapshot, searched = threading.Event(), threading.Event()
-    found: list[Any] = []
 
-    def older_search() -> None:
-        with b.search_snapshot(USER, renewable=renewable):
-            found.append(b._read_version(USER))  # the snapshot's: before A's next write
-            in_snapshot.set()
-            searched.wait(10)
-            try:
-                found.append(search(b))
-            except StaleSnapshot as exc:
-                found.append(exc)
+    def counted() -> list[tuple[int, int]]:
+        return [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
 
-    thread = threading.Thread(target=older_search)
-    thread.start()
-    assert in_snapshot.wait(10)
-    try:
-        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), probe)
-        # this thread catches both entries up past the other's snapshot
-        assert [{hit.id for hit in hits[:2]} for hits in search(b)] == [{"z1", "z2"}] * 2
-        reads = [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
-    finally:
-        searched.set()
-        thread.join()
-
-    version = a._read_version(USER)
-    assert found[0] == version - 1
+    seen = search_from_an_older_snapshot(a, b, search, probe, renewable=renewable, counted=counted)
+    # the other thread caught both entries up past the older snapshot
+    assert [{hit.id for hit in hits[:2]} for hits in seen.caught_up] == [{"z1", "z2"}] * 2
+    version = a.user_version(USER)
+    assert seen.version == version - 1
+    reads = seen.counted
     if renewable:
-        assert isinstance(found[1], StaleSnapshot)
+        assert isinstance(seen.answers, StaleSnapshot)
     else:
-        assert found[1] == as_of_z1
+        assert seen.answers == as_of_z1
         reads = [(reloads + 1, catch_ups) for reloads, catch_ups in reads]  # each read whole, as of the snapshot
-    assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+    assert counted() == reads
     assert (b._lexemes.version_of(USER), b._vectors.version_of(USER)) == (version, version)

@@ -32,6 +32,7 @@ from support.catch_up import (
     USER,
     answers,
     record,
+    search_from_an_older_snapshot,
     search_while_writing,
     sentence,
     unit,
@@ -334,49 +335,30 @@ def test_a_search_whose_snapshot_is_older_than_the_entries_answers_as_of_it_or_r
     b._session_index(USER)
     b._user_vectors(USER)
 
-    def search(store: SqliteStorage) -> tuple[list[ScoredId], ...]:
-        return (store.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), store.session_search(USER, "Zanzibar sailing", 5),
-                store.vector_search(USER, probe, MemoryFilters(), 3))
+    def search() -> tuple[list[ScoredId], ...]:
+        return (b.text_search(USER, "Zanzibar sailing", MemoryFilters(), 5), b.session_search(USER, "Zanzibar sailing", 5),
+                b.vector_search(USER, probe, MemoryFilters(), 3))
 
-    as_of_z1 = search(b)
+    as_of_z1 = search()
     assert [[hit.id for hit in hits][:1] for hits in as_of_z1] == [["z1"], ["s9"], ["z1"]]
     arms = ("text", "sessions", "vectors")
 
-    in_snapshot, searched = threading.Event(), threading.Event()
-    found: list[Any] = []
+    def counted() -> list[tuple[int, int]]:
+        return [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
 
-    def older_search() -> None:
-        with b.search_snapshot(USER, renewable=renewable):
-            found.append(b.user_version(USER))  # the snapshot's: before A's next write
-            in_snapshot.set()
-            searched.wait(10)
-            try:
-                found.append(search(b))
-            except StaleSnapshot as exc:
-                found.append(exc)
-
-    thread = threading.Thread(target=older_search)
-    thread.start()
-    assert in_snapshot.wait(10)
-    try:
-        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), probe)
-        # this thread catches every entry up past the other's snapshot
-        assert [{hit.id for hit in hits[:2]} for hits in search(b)] == [{"z1", "z2"}, {"s9", "s8"}, {"z1", "z2"}]
-        reads = [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms]
-    finally:
-        searched.set()
-        thread.join()
+    seen = search_from_an_older_snapshot(a, b, search, probe, renewable=renewable, counted=counted)
     b._term_loader.submit(lambda: None).result()
-
+    # the other thread caught every entry up past the older snapshot
+    assert [{hit.id for hit in hits[:2]} for hits in seen.caught_up] == [{"z1", "z2"}, {"s9", "s8"}, {"z1", "z2"}]
     version = a.user_version(USER)
-    assert found[0] == version - 1
+    assert seen.version == version - 1
+    reads = seen.counted
     if renewable:
-        assert isinstance(found[1], StaleSnapshot)
-        assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+        assert isinstance(seen.answers, StaleSnapshot)
     else:
-        assert found[1] == as_of_z1
+        assert seen.answers == as_of_z1
         reads[2] = (reads[2][0] + 1, reads[2][1])  # the vectors as of the snapshot, read whole
-        assert [(b.cache_reads[arm].reloads, b.cache_reads[arm].catch_ups) for arm in arms] == reads
+    assert counted() == reads
     # the entries stay where the other thread brought them, and no load was asked for
     assert (b._terms.version_of(USER), b._sessions.version_of(USER), b._vectors.version_of(USER)) == (version,) * 3
     assert b._term_loads_after == {}

@@ -7,9 +7,12 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
+from cortadel_server.errors import StaleSnapshot
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId, Storage
 
 T0 = 1_790_000_000.0
@@ -88,3 +91,54 @@ def search_while_writing(
         for thread in threads:
             thread.join()
     return failures
+
+
+Answers = TypeVar("Answers")
+Counted = TypeVar("Counted")
+
+
+@dataclass
+class OlderSnapshot(Generic[Answers, Counted]):
+    """What ``search_from_an_older_snapshot`` saw."""
+
+    #: the user's version in B's older snapshot
+    version: int
+    #: B's answers in that snapshot, or the StaleSnapshot it raised
+    answers: Answers | StaleSnapshot
+    #: B's answers in another thread, which caught its entries up past that snapshot
+    caught_up: Answers
+    #: what ``counted`` gave right after that catch-up, before the older snapshot's search
+    counted: Counted
+
+
+def search_from_an_older_snapshot(
+    a: Storage, b: Storage, search: Callable[[], Answers], probe: np.ndarray, *, renewable: bool,
+    counted: Callable[[], Counted],
+) -> OlderSnapshot[Answers, Counted]:
+    """B opens a search snapshot (``renewable`` or not) and reads the user's version in it; A then
+    writes "z2" (a sentence about Zanzibar, in session s8); another thread of B runs ``search``,
+    catching B's entries up past the snapshot; then B runs ``search`` in the older snapshot."""
+    in_snapshot, searched = threading.Event(), threading.Event()
+    version: list[int] = []
+    found: list[Answers | StaleSnapshot] = []
+
+    def older_search() -> None:
+        with b.search_snapshot(USER, renewable=renewable):
+            version.append(b.user_version(USER))  # the snapshot's: before A's next write
+            in_snapshot.set()
+            searched.wait(10)
+            try:
+                found.append(search())
+            except StaleSnapshot as exc:
+                found.append(exc)
+
+    thread = threading.Thread(target=older_search)
+    thread.start()
+    assert in_snapshot.wait(10)
+    try:
+        a.insert_memory(record("z2", "Hiro sails to Zanzibar.", "s8", T0 + 201), probe)
+        caught_up, after = search(), counted()
+    finally:
+        searched.set()
+        thread.join()
+    return OlderSnapshot(version[0], found[0], caught_up, after)
