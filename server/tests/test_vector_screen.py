@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cortadel_server.storage.vector_cache import SCREEN_MIN_ROWS, SCREEN_QUERIES, UserVectors
+from cortadel_server.storage.vector_cache import SCREEN_MIN_ROWS, SCREEN_QUERIES, SORTED_ROWS, UserVectors, best_rows
 
 DIM = 64
 LIMIT = 8
@@ -109,3 +109,16 @@ def test_too_few_rows_are_scanned_whole() -> None:
     assert entry.screen(rows[:4], LIMIT) is None
     entry.append(len(rows) + 1, "last", rows[0], True)
     assert entry.screen(rows[:4], LIMIT) is not None
+
+
+def test_best_rows_are_the_k_highest_best_first_ties_in_row_order_sorted_or_partitioned() -> None:
+    """A few hundred scores (a screened lookup's) are sorted whole, a full scan's are partitioned:
+    both give the k highest, best first, rows of equal score in row order, at the last place too."""
+    rng = np.random.default_rng(3)
+    for count in (1, 9, 300, SORTED_ROWS, SORTED_ROWS + 1, 3 * SORTED_ROWS):
+        for values in (rng.random(count), rng.choice([0.25, 0.5, 0.5, 0.75, 0.75, 0.9, 0.0, -0.0], count)):
+            scores = values.astype(np.float32)
+            for k in {1, 8, 9, count}:
+                k = min(k, count)
+                expected = sorted(range(count), key=lambda row: (-float(scores[row]), row))[:k]
+                assert best_rows(scores, k).tolist() == expected, (count, k)

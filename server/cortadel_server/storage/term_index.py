@@ -488,10 +488,18 @@ class TermIndex:
         # element: the same doubles; bincount adds each row's terms in phrase order, as FTS5 does.
         rows = np.frombuffer(gathered_rows, dtype=np.int64)
         freq = np.frombuffer(gathered_freq, dtype=np.float64)
-        idf_of = np.repeat(np.array(idfs, dtype=np.float64), hit_counts)
-        length = self._lengths(n)[rows]
-        terms = idf_of * ((freq * (K1 + 1.0)) / (freq + K1 * ((1 - B) + B * length / average)))
-        scores = np.bincount(rows, weights=terms, minlength=n)
+        # idf · (freq · (k1 + 1)) / (freq + k1 · ((1 − b) + b · length / average)), in place: each
+        # step is one of the formula's (a sum or product with its operands swapped is the same double).
+        terms = self._lengths(n)[rows]
+        terms *= B
+        terms /= average
+        terms += 1 - B
+        terms *= K1
+        terms += freq
+        weighted = freq * (K1 + 1.0)
+        weighted /= terms
+        weighted *= np.repeat(np.array(idfs, dtype=np.float64), hit_counts)
+        scores = np.bincount(rows, weights=weighted, minlength=n)
         # Every term of a row holding one scores above 0 (its IDF is floored above 0): the rows matched.
         candidates = np.flatnonzero((scores > 0.0) & allowed)
         if len(candidates) == 0:
@@ -501,12 +509,11 @@ class TermIndex:
         edge = np.partition(among, len(candidates) - keep)[len(candidates) - keep]
         top = candidates[among >= edge]  # every row tied at the edge, in row order
         top = top[np.argsort(-scores[top], kind="stable")][:keep]  # equal scores stay in rowid order
-        ranked = scores[top]
-        gaps = ranked[:-1] - ranked[1:]
-        if np.any((gaps > 0) & (gaps <= TIE * ranked[:-1])):
+        ranked = scores[top].tolist()  # a few: Python compares them faster than numpy calls would
+        if any(0.0 < better - worse <= TIE * better for better, worse in itertools.pairwise(ranked)):
             return None
         ids = self.ids
-        best = [(ids[i], score) for i, score in zip(top[:limit].tolist(), ranked[:limit].tolist(), strict=True)]
+        best = [(ids[i], score) for i, score in zip(top[:limit].tolist(), ranked[:limit], strict=True)]
         return best if self.revision == revision else None  # else postings changed under this read
 
     def _lengths(self, n: int) -> np.ndarray:
