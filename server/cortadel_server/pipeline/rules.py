@@ -294,7 +294,7 @@ class RulesExtractor:
         """What one sentence states, and how (None: nothing to keep); a candidate is made of it
         only when it is kept as read. Without `rewrite` (`verbatim` keeps the text as written) the
         reading's text is "" and a statement's target None: the rewrites are not made."""
-        text = expand_contractions(raw.strip())
+        text = expanded = expand_contractions(raw.strip())
         reconfirm = bool(_AFFIRM.match(text))
         remembered_here = False  # "remember that ...": the speaker asked to keep this sentence
         while True:
@@ -362,7 +362,7 @@ class RulesExtractor:
         # Not about the speaker, but asked to be kept: in the speaker's own words.
         if not rewrite:
             return _Reading("", Intent.REMEMBER, None, reconfirm)
-        as_said = raw.strip() if text == expand_contractions(raw.strip()) else text[:1].upper() + text[1:]
+        as_said = raw.strip() if text == expanded else text[:1].upper() + text[1:]
         return _Reading(as_said, Intent.REMEMBER, None, reconfirm)
 
 
