@@ -139,6 +139,11 @@ class BenchClient:
         payload = await self._call("GET", "/api/v1/communities", params=params, read=True)
         return payload["communities"], time.perf_counter() - started
 
+    async def count(self, user_id: str, *, include_superseded: bool = False) -> int:
+        """The user's memories (current ones; with ``include_superseded`` every one stored), as the listing totals them."""
+        params = {"user_id": user_id, "size": 1, **({"include_superseded": "true"} if include_superseded else {})}
+        return int((await self._call("GET", MEMORIES, params=params, read=True))["total"])
+
     async def list_all(self, user_id: str, *, size: int = 100) -> AsyncIterator[dict[str, Any]]:
         """Every current memory of a user, newest first, walking the pages."""
         page = 1

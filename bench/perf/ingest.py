@@ -6,8 +6,10 @@
 The store is filled through ``POST /api/v1/memories/batch`` (``infer: false``, 500 a batch), then,
 into that store, each way of writing gets a fresh user: batches of 500 with ``infer: false``
 (memories/s), batches of 500 with ``infer: true`` (the rules extractor; facts/s), and the same
-sentences as single adds, one request at a time and 8 in flight. Every rate counts what the server
-answered, over wall-clock time on the client, HTTP and JSON included.
+sentences as single adds, one request at a time and 8 in flight. Every rate is over wall-clock time
+on the client, HTTP and JSON included. Facts are counted as the user's memories after the run,
+superseded ones too (the user is fresh): with ``infer: true`` the rules split some texts into
+several facts, and a text's answer names only its first; the answers' events are counted as well.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ async def _batches(api: BenchClient, user: str, texts: Sequence[str], *, infer: 
     for at in range(0, len(texts), BATCH):
         answer = await api.add_batch(user, [{"text": t, "infer": infer} for t in texts[at:at + BATCH]])
         events.update(m["event"] for m in answer["memories"])
-    return _rate(events, time.perf_counter() - started, len(texts))
+    return _rate(events, time.perf_counter() - started, len(texts), await api.count(user, include_superseded=True))
 
 
 async def _singles(api: BenchClient, user: str, texts: Sequence[str], *, infer: bool, in_flight: int) -> dict[str, Any]:
@@ -60,13 +62,18 @@ async def _singles(api: BenchClient, user: str, texts: Sequence[str], *, infer: 
 
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(in_flight)))
-    return _rate(events, time.perf_counter() - started, len(texts))
+    return _rate(events, time.perf_counter() - started, len(texts), await api.count(user, include_superseded=True))
 
 
-def _rate(events: Counter[str], seconds: float, sent: int) -> dict[str, Any]:
+def _rate(events: Counter[str], seconds: float, sent: int, facts: int | None = None) -> dict[str, Any]:
+    """A run's rates: ``per_second`` the texts answered with a stored fact, ``sent_per_second`` the
+    texts sent and, given the ``facts`` the run stored, ``facts_per_second``."""
     stored = sum(events[e] for e in STORED)
-    return {"sent": sent, "stored": stored, "events": dict(events), "seconds": round(seconds, 2),
-            "per_second": round(stored / seconds, 1), "sent_per_second": round(sent / seconds, 1)}
+    rates = {"sent": sent, "stored": stored, "events": dict(events), "seconds": round(seconds, 2),
+             "per_second": round(stored / seconds, 1), "sent_per_second": round(sent / seconds, 1)}
+    if facts is not None:
+        rates.update(facts=facts, facts_per_second=round(facts / seconds, 1))
+    return rates
 
 
 def _take(stream: Iterator[str], n: int) -> list[str]:
@@ -87,7 +94,7 @@ async def measure(base_url: str, store: int, sample: int, log: Callable[[str], N
         runs: dict[str, Any] = {}
         for name, infer in (("batch_raw", False), ("batch_infer", True)):
             runs[name] = await _batches(api, name, _take(sentences(name), sample), infer=infer)
-            log(f"{name}: {runs[name]['per_second']:,.0f}/s")
+            log(f"{name}: {runs[name]['per_second']:,.0f}/s, {runs[name]['facts_per_second']:,.0f} facts/s")
         for name, infer, in_flight in (("single_raw", False, 1), ("single_raw_8", False, 8), ("single_infer", True, 1)):
             runs[name] = await _singles(api, name, _take(sentences(name), sample // 5), infer=infer, in_flight=in_flight)
             log(f"{name}: {runs[name]['per_second']:,.0f}/s")
@@ -98,7 +105,9 @@ async def measure(base_url: str, store: int, sample: int, log: Callable[[str], N
         for at in range(0, len(conversations), BATCH // 10):
             await api.add_batch("conversations", conversations=conversations[at:at + BATCH // 10])
         seconds = time.perf_counter() - started
-        runs["batch_conversations"] = {"messages": len(turns), "seconds": round(seconds, 2), "messages_per_second": round(len(turns) / seconds, 1)}
+        facts = await api.count("conversations", include_superseded=True)
+        runs["batch_conversations"] = {"messages": len(turns), "seconds": round(seconds, 2), "messages_per_second": round(len(turns) / seconds, 1),
+                                       "facts": facts, "facts_per_second": round(facts / seconds, 1)}
         log(f"batch_conversations: {runs['batch_conversations']['messages_per_second']:,.0f} messages/s")
     return {"fill": fill, **runs}
 
@@ -107,21 +116,28 @@ def results_table(run: dict[str, Any]) -> str:
     r = run["results"]
     store = r["fill"]["stored"]
 
+    def facts(m: dict[str, Any]) -> str:
+        return f"{m['facts_per_second']:,.0f} ({m['facts']:,})" if "facts" in m else ""
+
     def row(what: str, m: dict[str, Any], unit: str) -> list[object]:
-        return [what, f"{m['sent']:,}", f"{m['per_second']:,.0f} {unit}", f"{m['seconds']:.1f}", ", ".join(f"{k} {v:,}" for k, v in sorted(m["events"].items()))]
+        return [what, f"{m['sent']:,}", f"{m['per_second']:,.0f} {unit}", facts(m), f"{m['seconds']:.1f}",
+                ", ".join(f"{k} {v:,}" for k, v in sorted(m["events"].items()))]
 
     conv = r["batch_conversations"]
     rows = [
         row(f"filling the store to {store:,} (batches of {BATCH}, `infer: false`)", r["fill"], "memories/s"),
         row(f"batches of {BATCH}, `infer: false`, into the {store:,} store", r["batch_raw"], "memories/s"),
-        row(f"batches of {BATCH}, `infer: true` (rules)", r["batch_infer"], "facts/s"),
+        row(f"batches of {BATCH}, `infer: true` (rules)", r["batch_infer"], "texts/s"),
         row("single adds, `infer: false`, one at a time", r["single_raw"], "memories/s"),
         row("single adds, `infer: false`, 8 in flight", r["single_raw_8"], "memories/s"),
-        row("single adds, `infer: true` (rules), one at a time", r["single_infer"], "facts/s"),
-        [f"batches of {BATCH // 10} conversations × 10 turns", f"{conv['messages']:,} turns", f"{conv['messages_per_second']:,.0f} messages/s", f"{conv['seconds']:.1f}", ""],
+        row("single adds, `infer: true` (rules), one at a time", r["single_infer"], "texts/s"),
+        [f"batches of {BATCH // 10} conversations × 10 turns", f"{conv['messages']:,} turns", f"{conv['messages_per_second']:,.0f} messages/s", facts(conv), f"{conv['seconds']:.1f}", ""],
     ]
     speedup = r["batch_raw"]["per_second"] / r["single_raw"]["per_second"]
-    return table(["how", "sent", "rate", "seconds", "events"], rows) + f"\n\nBatches store {speedup:.0f}× the memories a second that single adds one at a time do."
+    return (table(["how", "sent", "rate", "facts stored/s (facts)", "seconds", "events"], rows)
+            + f"\n\nThe rate counts texts answered with a stored fact (`ADD`, `SUPERSEDE`, `RESOLVE`; a text's answer"
+            " names its first fact only); facts stored are the user's memories after the run, superseded ones"
+            f" too. Batches store {speedup:.0f}× the memories a second that single adds one at a time do.")
 
 
 def main(argv: list[str] | None = None) -> int:
