@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from typing import Any, Protocol, TypeVar
 
@@ -329,8 +330,10 @@ class PostgresStorage(Storage):
         self._text_in_process_from = text_in_process_from
         self._query_timeout = query_timeout
         self._local = threading.local()
+        #: grows a user's cached vector matrix ahead of need, off the write (``VectorCache``)
+        self._room_maker = ThreadPoolExecutor(1, thread_name_prefix="cortadel-room")
         # incremental: an entry another process's write left behind catches up by the rows it changed
-        self._vectors = VectorCache(incremental=True)
+        self._vectors = VectorCache(incremental=True, make_room=self._room_maker.submit)
         self._lexemes: VersionedCache[UserLexemes] = VersionedCache(_CACHED_TEXT_ROWS, incremental=True)
         #: what keeping the caches current read from the database
         self.cache_reads = {"vectors": CacheReads(), "text": CacheReads()}
@@ -484,6 +487,7 @@ class PostgresStorage(Storage):
         tx.pending.append((sql.encode(), params, then))
 
     def close(self) -> None:
+        self._room_maker.shutdown(cancel_futures=True)
         self._pool.close()
         self._alive.close()
 

@@ -43,7 +43,7 @@ class UserVectors:
         # held by every read and change: a replica's search and its catch-up may run at once
         self._lock = threading.Lock()
         self.n = len(ids)
-        capacity = max(16, self.n * 5 // 4)
+        capacity = _with_room(self.n)
         self.rowids = np.full(capacity, -1, dtype=np.int64)
         self.rowids[: self.n] = rowids
         self.ids = list(ids)
@@ -63,8 +63,9 @@ class UserVectors:
     def _reserve(self, count: int) -> None:
         """Room for ``count`` more rows."""
         if self.n + count > len(self.rowids):
-            # a quarter more: a whole read fills an entry to the brim, and most users then grow by a few rows
-            self._move_into(_allocated(max(self.n + count, len(self.rowids) * 5 // 4), self.dim))
+            # a quarter more than the rows then held, as a whole read leaves (the constructor's, or
+            # ``apply`` filling an empty entry): most users then grow by a few rows at a time
+            self._move_into(_allocated(_with_room(self.n + count), self.dim))
 
     def _move_into(self, arrays: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         """The rows held, copied into larger ``_allocated`` arrays, which the entry then holds."""
@@ -89,7 +90,7 @@ class UserVectors:
             if self.n * 8 < capacity * 7:  # a write grew the arrays itself meanwhile
                 self.room_asked = False
                 return
-        arrays = _allocated(capacity * 5 // 4, dim)
+        arrays = _allocated(_with_room(capacity), dim)
         with self._lock:
             self.room_asked = False
             if len(self.rowids) == capacity and self.dim == dim:  # else grown or replaced meanwhile
@@ -393,6 +394,11 @@ def best_rows(scores: np.ndarray, k: int) -> np.ndarray:
     else:
         top.sort()
     return top[np.argsort(-scores[top], kind="stable")]
+
+
+def _with_room(rows: int) -> int:
+    """The capacity an entry of ``rows`` rows is given: a quarter more, 16 at least."""
+    return max(16, rows * 5 // 4)
 
 
 def _allocated(capacity: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
