@@ -69,3 +69,14 @@ def test_canonical_entity_reuses_what_the_user_already_has() -> None:
     assert canonical_entity("NYC", known) == "new york city"
     assert canonical_entity("New York City", known) == "new york city"
     assert canonical_entity("Lisbon", known) == "lisbon"
+
+
+def test_canonical_entity_finds_the_first_alias_any_rule_matches() -> None:
+    """No alias is the name itself: the rules of ``same_entity`` pick the alias, and of two that
+    match, the user's first in order (as ``Storage.entity_names`` reads them)."""
+    known = {"lisbon": "lisbon", "international business machines": "ibm", "the ibm": "ibm-2", "i.b.m": "ibm-3"}
+    assert canonical_entity("I.B.M.", known) == "ibm"  # capitals, the initialism of the first alias's words
+    known = {"acme": "acme", "nato": "nato", "north atlantic treaty organization": "nato-2"}
+    assert canonical_entity("North Atlantic Treaty Org", known) == "nato"  # words, whose initialism the alias is in capitals
+    assert canonical_entity("The Acme!", known) == "acme"  # the same folded key
+    assert canonical_entity("Lyon", known) == "lyon"  # none: its own key

@@ -11,6 +11,7 @@ Deterministic and cheap: capitalised spans, a few context cues for the kind, and
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -115,6 +116,13 @@ def _initialism(name: str) -> str:
     return "".join(w[0] for w in words) if len(words) > 1 else ""
 
 
+def _capitals(name: str) -> str:
+    """The name as an initialism may be written, lower-cased ("I.B.M." → "ibm"), or "" when it is
+    not one: three letters at least, all capitals."""
+    bare = name.replace(".", "").strip()
+    return bare.lower() if len(bare) >= 3 and bare.isupper() and bare.isalpha() else ""
+
+
 def same_entity(a: str, b: str) -> bool:
     """True when two names denote the same entity on strong evidence.
 
@@ -125,10 +133,30 @@ def same_entity(a: str, b: str) -> bool:
     if key_a == key_b:
         return True
     for short, long in ((a, b), (b, a)):
-        bare = short.replace(".", "").strip()
-        if len(bare) >= 3 and bare.isupper() and bare.isalpha() and _initialism(long) == bare.lower():
+        capitals = _capitals(short)
+        if capitals and _initialism(long) == capitals:
             return True
     return False
+
+
+def _evidence(name: str) -> frozenset[str]:
+    """What ``same_entity`` compares of a name, as tags two names share exactly when it holds for
+    them: its folded key ("k"), the initialism of its words ("i", matched by capitals) and, written
+    in capitals, the initialism it is ("c", matched by words)."""
+    tags = {f"k:{entity_key(name)}"}
+    if initialism := _initialism(name):
+        tags.add(f"i:{initialism}")
+    if capitals := _capitals(name):
+        tags.add(f"c:{capitals}")
+    return frozenset(tags)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _alias_evidence(alias: str) -> frozenset[str]:
+    """``_evidence`` of a stored alias and of how it may be written: a short one in capitals
+    ("ibm" for "IBM"). Cached: every new name of a user is compared with each of their aliases."""
+    written = alias.upper() if alias.isalpha() and len(alias) <= 6 else alias
+    return _evidence(alias) | _evidence(written)
 
 
 def link_entity(mention: EntityMention, known: Iterable[EntityMention]) -> EntityMention | None:
@@ -201,9 +229,12 @@ def canonical_entity(name: str, known: dict[str, str]) -> str:
     for alias in (key, name.lower()):
         if alias in known:
             return known[alias]
-    for alias, canonical in known.items():
-        # Aliases are stored in lower case; a short one may be an initialism ("ibm" for "IBM").
-        written = alias.upper() if alias.isalpha() and len(alias) <= 6 else alias
-        if same_entity(name, alias) or same_entity(name, written):
+    # The first alias ``same_entity`` matches, as written or (a short one) in capitals: one that
+    # shares a key with the name, or an initialism each way. By tags: comparing the name with each
+    # alias took 15 ms at 5,000 aliases, for every name the user had not mentioned before.
+    name_key, initialism, capitals = f"k:{key}", _initialism(name), _capitals(name)
+    wanted = {name_key, *([f"c:{initialism}"] if initialism else []), *([f"i:{capitals}"] if capitals else [])}
+    for evidence, canonical in zip(map(_alias_evidence, known), known.values(), strict=True):
+        if not wanted.isdisjoint(evidence):
             return canonical
     return key
