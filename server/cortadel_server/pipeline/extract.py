@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from cortadel_server.language.entities import find_entities
 from cortadel_server.pipeline.classify import Taxonomy, first_time, gist, memory_type
 from cortadel_server.pipeline.model import Candidate, Intent, Turn
 from cortadel_server.storage.base import MemoryType
@@ -67,7 +66,7 @@ def make_candidate(
         memory_type=kind or memory_type(text, turn.at),
         categories=(taxonomy.keep(list(categories)) if categories else taxonomy.categorize(text)) if labels else (),
         gist=gist(text),
-        entities=tuple(find_entities(text)) if labels else (),
+        labels=labels,
         target=target,
         reconfirm=reconfirm,
         at_now=turn.at_now,
