@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from cortadel_server.language.entities import (
+    AliasIndex,
     EntityKind,
     EntityMention,
     canonical_entity,
@@ -80,3 +83,46 @@ def test_canonical_entity_finds_the_first_alias_any_rule_matches() -> None:
     assert canonical_entity("North Atlantic Treaty Org", known) == "nato"  # words, whose initialism the alias is in capitals
     assert canonical_entity("The Acme!", known) == "acme"  # the same folded key
     assert canonical_entity("Lyon", known) == "lyon"  # none: its own key
+
+
+#: stored aliases (lower case) whose keys, initialisms and capitals collide in every way ``same_entity`` allows
+_ALIASES = ["international business machines", "the ibm", "i.b.m", "ibm", "new york city", "nyc", "the new york city",
+            "acme", "the acme", "north atlantic treaty organization", "nato", "big old bank", "bob", "émile", "zoë"]
+#: names looked up: some are aliases, most match one only by a rule
+_NAMES = ["IBM", "I.B.M.", "The IBM", "International Business Machines", "NYC", "New York City", "The Acme!", "ACME",
+          "NATO", "North Atlantic Treaty Org", "BOB", "Big Old Bank", "Émile", "Zoë", "Lyon"]
+#: canonical names in an order where case and accents count: "Bob" < "alice" < "zoë" < "Émile"
+_CANONICALS = ["Bob", "alice", "ibm", "nato", "zoë", "Émile", "new york city", "acme", "b", "Zed"]
+
+
+def _rows(rng: random.Random) -> list[tuple[str, str]]:
+    """Stored (alias, canonical) pairs in ``Storage.entity_aliases`` order; an alias may belong to several entities."""
+    pairs = {(rng.choice(_ALIASES), rng.choice(_CANONICALS)) for _ in range(rng.randint(0, 8))}
+    return sorted(pairs, key=lambda pair: (pair[1], pair[0]))
+
+
+def test_alias_index_answers_what_canonical_entity_answers_over_the_aliases_read_again() -> None:
+    """Seeded cases where the order decides: a name two aliases match, an alias of several
+    entities, and a fact's own earlier mentions (``after``), which come behind the stored aliases.
+    Rows added in place give the answers of an index built from every row, read again in order."""
+    rng = random.Random(7)
+    decided_by_order = 0
+    for _ in range(3_000):
+        rows = _rows(rng)
+        index = AliasIndex(rows)
+        after = {rng.choice(_ALIASES): rng.choice(_CANONICALS) for _ in range(rng.randint(0, 2))}
+        known = dict(rows)
+        for alias, canonical in after.items():
+            known.setdefault(alias, canonical)  # what the enrichment worker's copy held
+        for name in rng.sample(_NAMES, 5):
+            expected = canonical_entity(name, known)
+            assert index.canonical(name, after) == expected, (rows, after, name)
+            decided_by_order += expected != canonical_entity(name, dict(reversed(known.items())))
+        added = _rows(rng)
+        for alias, canonical in added:
+            index.add(alias, canonical)
+        read_again = sorted(set(rows) | set(added), key=lambda pair: (pair[1], pair[0]))
+        assert index.names == dict(read_again)
+        for name in rng.sample(_NAMES, 5):
+            assert index.canonical(name) == canonical_entity(name, dict(read_again)), (read_again, name)
+    assert decided_by_order > 200, decided_by_order  # the cases test the order, not only the rules (301)

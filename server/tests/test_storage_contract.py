@@ -292,6 +292,20 @@ def test_entities_link_score_and_leave_with_their_last_memory(store: Storage) ->
     assert store.entity_names("u2") == {"eve": "Eve"}
 
 
+def test_entity_aliases_come_by_canonical_name_then_alias_in_code_point_order(store: Storage) -> None:
+    """The order picks the entity a new name joins when it could join several, so both backends
+    give this one, whatever their collation: capitals before small letters, accents after both."""
+    store.insert_memory(mem("m1", "Émile, alice, Bob and Zoë met.", at=1), vec(1, 0, 0, 0))
+    store.link_entities("u1", "m1", [EntityMention("Émile", "person", "Émile"), EntityMention("Zoë", "person", "zoë"),
+                                     EntityMention("Alice", "person", "alice"), EntityMention("Bobby", "person", "Bob"),
+                                     EntityMention("Ali", "person", "Bob")])
+    store.link_entities("u1", "m1", [EntityMention("Ali", "person", "alice")])  # one alias, two entities
+    assert store.entity_aliases("u1") == [("ali", "Bob"), ("bob", "Bob"), ("bobby", "Bob"), ("ali", "alice"),
+                                          ("alice", "alice"), ("zoë", "zoë"), ("émile", "Émile")]
+    assert list(store.entity_names("u1").items()) == [("ali", "alice"), ("bob", "Bob"), ("bobby", "Bob"),
+                                                      ("alice", "alice"), ("zoë", "zoë"), ("émile", "Émile")]
+
+
 # -- fading and communities -----------------------------------------------------------------------
 def test_recalls_move_last_seen_forward_only_for_their_user_and_leave_with_the_memory(store: Storage) -> None:
     store.insert_memory(mem("m1", "Ana sings.", at=1, updated_at=T0 + 5), vec(1, 0, 0, 0))

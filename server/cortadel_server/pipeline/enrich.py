@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from cortadel_server.language.entities import EntityMention, canonical_entity, find_entities
+from cortadel_server.language.entities import AliasIndex, EntityMention, find_entities
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.storage.base import Job, MemoryRecord, Storage
 
@@ -128,7 +128,8 @@ class Enricher:
         user_id = jobs[0].user_id
         with self.storage.write(user_id):
             memories = self.storage.get_memories(user_id, [job.memory_id for job in jobs if job.memory_id is not None])
-            known = self.storage.entity_names(user_id)
+            # read once: each fact's new aliases join it as the next fact would read them
+            aliases = AliasIndex(self.storage.entity_aliases(user_id))
             done: set[str] = set()
             for job in jobs:
                 if job.memory_id is None:
@@ -137,19 +138,16 @@ class Enricher:
                 memory = self.storage.get_memory(user_id, job.memory_id) if job.memory_id in done else memories.get(job.memory_id)
                 if memory is None:  # deleted before we got to it
                     continue
-                known = self._link(memory, known)
+                self._link(memory, aliases)
                 done.add(memory.id)
 
-    def _link(self, memory: MemoryRecord, known: dict[str, str]) -> dict[str, str]:
-        """Enrich one fact against ``known`` (``Storage.entity_names``); returns it as it stands after."""
-        found = find_entities(memory.text)
-        # A fact's own mentions resolve its later ones: on a copy, as the next fact reads the aliases stored.
-        seen = dict(known) if len(found) > 1 else known
+    def _link(self, memory: MemoryRecord, aliases: AliasIndex) -> None:
+        """Enrich one fact against the user's ``aliases``, and add the aliases it stored."""
+        own: dict[str, str] = {}  # the fact's own mentions resolve its later ones, after the stored aliases
         mentions = []
-        for mention in found:
-            canonical = canonical_entity(mention.name, seen)
-            if seen is not known:
-                seen.setdefault(mention.key, canonical)
+        for mention in find_entities(memory.text):
+            canonical = aliases.canonical(mention.name, own)
+            own.setdefault(mention.key, canonical)
             mentions.append(EntityMention(name=mention.name, kind=mention.kind, key=canonical))
         self.storage.link_entities(memory.user_id, memory.id, mentions)
         fields: dict[str, object] = {"extraction_status": "done"}
@@ -158,10 +156,9 @@ class Enricher:
             fields["categories"] = detail["categories"] = list(self.taxonomy.categorize(memory.text))
         self.storage.update_memory(memory.user_id, memory.id, **fields)
         self.storage.record_event(memory.user_id, memory.id, "ENRICH", self.clock(), detail)
-        # link_entities stores each mention under its canonical name and its own, lower-cased: a
-        # new one is read back, in the order the next fact's lookup would have read it alone.
-        stored = all(known.get(alias) == m.key for m in mentions for alias in (m.key.lower(), m.name.lower()))
-        return known if stored else self.storage.entity_names(memory.user_id)
+        for m in mentions:  # link_entities stores each under its canonical name and its own, lower-cased
+            for alias in (m.key.lower(), m.name.lower()):
+                aliases.add(alias, m.key)
 
     def _failed(self, job: Job, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"

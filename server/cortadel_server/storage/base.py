@@ -460,8 +460,15 @@ class Storage(abc.ABC):
         """Memories linked to any of the entities, scored by how many of them they mention."""
 
     @abc.abstractmethod
+    def entity_aliases(self, user_id: str) -> list[tuple[str, str]]:
+        """Every (alias (folded), canonical name) pair of the user's entities, by canonical name,
+        then alias, in code point order: between two aliases a new name matches, the order picks
+        the entity it joins (``canonical_entity``), so every backend gives the same one."""
+
     def entity_names(self, user_id: str) -> dict[str, str]:
-        """Every alias (folded) → canonical name known for the user."""
+        """Every alias (folded) → canonical name known for the user, in ``entity_aliases`` order
+        (an alias of several entities: the last of them)."""
+        return dict(self.entity_aliases(user_id))
 
     # -- jobs ------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import psycopg
@@ -1118,14 +1118,16 @@ class PostgresStorage(Storage):
         )
         return [ScoredId(memory_id, float(hits)) for memory_id, hits in rows]
 
-    def entity_names(self, user_id: str) -> dict[str, str]:
-        rows = self._rows(
+    def entity_aliases(self, user_id: str) -> list[tuple[str, str]]:
+        # "C": UTF-8 bytes in order, which is code point order (the database's own collation may
+        # follow a language's rules).
+        return cast(list[tuple[str, str]], self._rows(
             user_id,
             "SELECT a.alias, e.canonical FROM entity_aliases a "
-            "JOIN entities e ON e.user_id = a.user_id AND e.id = a.entity_id WHERE a.user_id = %s",
+            "JOIN entities e ON e.user_id = a.user_id AND e.id = a.entity_id WHERE a.user_id = %s "
+            'ORDER BY e.canonical COLLATE "C", a.alias COLLATE "C"',
             (user_id,),
-        )
-        return dict(rows)
+        ))
 
     # -- fading and communities ------------------------------------------------------------------
     def record_recalls(self, user_id: str, memory_ids: Sequence[str], at: float) -> None:

@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import apsw
 import numpy as np
@@ -1704,12 +1704,14 @@ class SqliteStorage(Storage):
         )
         return [ScoredId(memory_id, float(hits)) for memory_id, hits in rows]
 
-    def entity_names(self, user_id: str) -> dict[str, str]:
-        rows = self._rows(
-            "SELECT a.alias, e.canonical FROM entity_aliases a JOIN entities e ON e.id = a.entity_id WHERE e.user_id = ?",
+    def entity_aliases(self, user_id: str) -> list[tuple[str, str]]:
+        # BINARY collation: UTF-8 bytes in order, which is code point order. The plan walks the
+        # entities' (user_id, canonical) index and each one's aliases by key: no sort.
+        return cast(list[tuple[str, str]], self._rows(
+            "SELECT a.alias, e.canonical FROM entity_aliases a JOIN entities e ON e.id = a.entity_id WHERE e.user_id = ? "
+            "ORDER BY e.canonical, a.alias",
             (user_id,),
-        )
-        return dict(rows)
+        ))
 
     # -- fading and communities ------------------------------------------------------------------
     def record_recalls(self, user_id: str, memory_ids: Sequence[str], at: float) -> None:
