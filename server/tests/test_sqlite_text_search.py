@@ -20,7 +20,7 @@ import pytest
 
 from cortadel_server.storage.base import SUPERSEDED, MemoryFilters, MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage, _Sessions, user_key
-from cortadel_server.storage.term_index import TermIndex, Totals
+from cortadel_server.storage.term_index import FLOORED_ABOVE, TermIndex, Totals
 from cortadel_server.storage.vector_cache import VersionedCache
 
 NAMES = ["Priya", "Tom", "Ana", "Kenji"]
@@ -149,6 +149,26 @@ def test_inserts_update_the_index_in_place_and_deletes_and_edits_catch_it_up(sto
         assert all(ranked == fts5 for ranked, fts5 in (_both(store, q, filters) for q in QUERIES))
     assert _both(store, "Oslo", MemoryFilters(), limit=300)[0][0][0] == "alice-3"
     assert text.reloads == reloads  # caught up each time, never read whole
+
+
+def test_a_lookup_among_many_matched_rows_keeps_those_above_a_floor_and_ranks_as_fts5(tmp_path: Path) -> None:
+    """Past ``FLOORED_ABOVE`` matched rows, only those at or above the floor the query's rarest
+    phrases give are ranked: FTS5's rows, order and scores still, ties and filters included."""
+    store = SqliteStorage(tmp_path / "many.db", index_after_searches=1)
+    with store.write():
+        _insert(store, "carol", _texts(1_500), 0)
+        # a rare word in rows that score higher the later they come: the few above the floor are sorted
+        _insert(store, "carol", ["Ana said a zebra moved to Porto with Tom and Kenji every Sunday.", "A zebra moved to Porto.", "Zebra!"], 1_500)
+        # two rare words in the same five rows: each row counts once towards the floor
+        _insert(store, "carol", ["A quokka met a zebra" + " in Osaka" * k + "." for k in range(5)], 1_503)
+    floored = 0
+    for query, limit in itertools.product([*QUERIES, "zebra moved to Porto", "quokka zebra in Porto"], (1, 8, 40)):
+        for filters in (MemoryFilters(), FILTERS["exclude ids"], FILTERS["app"]):
+            ranked, fts5 = _both(store, query, filters, limit=limit, user="carol")
+            assert ranked == fts5, (query, limit, filters)
+        floored += len(store._fts5_text_search("carol", query, MemoryFilters(), 10_000, context_weight=0.3)) > FLOORED_ABOVE
+    assert floored >= 15  # five queries at each limit
+    store.close()
 
 
 @pytest.mark.parametrize("name", FILTERS)

@@ -40,6 +40,8 @@ B = 0.75
 IDF_FLOOR = 1e-6
 #: scores closer than this (relative) may be ordered otherwise by FTS5: such a lookup goes to FTS5
 TIE = 1e-9
+#: matched rows above which ``best_among`` first drops those below a floor (``_floor``)
+FLOORED_ABOVE = 512
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,47 @@ def _split(terms: str) -> tuple[list[str], list[str]]:
 def _pairs(stems: Sequence[str]) -> dict[str, int]:
     """Adjacent stems as one key ("sam" "s" → "sam s"): what a two-token phrase matches."""
     return _counts(map(" ".join, itertools.pairwise(stems)))
+
+
+def _floor(rows: np.ndarray, hit_counts: Sequence[int], scores: np.ndarray, allowed: np.ndarray, keep: int) -> float:
+    """A score the ``keep`` best allowed rows all reach, or 0.0: the ``keep``-th best of some of
+    them (of a part, it is at most the whole's), allowed rows of the query's rarest phrases, whose
+    IDF is the largest (``rows`` holds each phrase's rows in turn, ``hit_counts`` of them), the
+    newest of each: a write ends older versions."""
+    starts = [0, *itertools.accumulate(hit_counts)]
+    picked, wanted = [], 4 * keep  # a few more than keep: rows holding several of the phrases come once
+    for phrase in sorted(range(len(hit_counts)), key=hit_counts.__getitem__):
+        held = rows[max(starts[phrase], starts[phrase + 1] - 8 * wanted): starts[phrase + 1]]
+        picked.append(held[allowed[held]][-wanted:])
+        wanted -= len(picked[-1])
+        if wanted <= 0:
+            break
+    some = picked[0] if len(picked) == 1 else np.unique(np.concatenate(picked))
+    if len(some) < keep:
+        return 0.0
+    return float(np.partition(scores[some], len(some) - keep)[len(some) - keep])
+
+
+def _best(candidates: np.ndarray, scores: np.ndarray, keep: int, floor: float) -> np.ndarray:
+    """The ``keep`` best of the rows ``candidates`` (in row order), best first, equal scores in row
+    order; ``floor`` a score ``keep`` of them reach (0.0: none known)."""
+    among = scores[candidates]
+    if floor > 0.0:
+        # numpy's partition slows a hundredfold on many equal scores, which is what the rows that
+        # hold only a query's common words score ("i moved to", the same length): a third of a
+        # conversation batch's time at 30,000 memories. Rows below the floor are not among the best;
+        # when fewer than keep are above it, the floor is the keep-th best, and no partition is needed.
+        above = among > floor
+        count = int(np.count_nonzero(above))
+        if count < keep:
+            top = np.concatenate([candidates[above], candidates[among == floor][: keep - count]])
+            floored: np.ndarray = top[np.argsort(-scores[top], kind="stable")]  # the rows at the floor stay last, in row order
+            return floored
+        candidates, among = candidates[above], among[above]
+    edge = np.partition(among, len(candidates) - keep)[len(candidates) - keep]
+    top = candidates[among >= edge]  # every row tied at the edge, in row order
+    best: np.ndarray = top[np.argsort(-scores[top], kind="stable")][:keep]  # equal scores stay in row order
+    return best
 
 
 class TermIndex:
@@ -505,10 +548,8 @@ class TermIndex:
         if len(candidates) == 0:
             return []
         keep = min(limit + 1, len(candidates))  # one more: the row just outside must be told apart too
-        among = scores[candidates]
-        edge = np.partition(among, len(candidates) - keep)[len(candidates) - keep]
-        top = candidates[among >= edge]  # every row tied at the edge, in row order
-        top = top[np.argsort(-scores[top], kind="stable")][:keep]  # equal scores stay in rowid order
+        floor = _floor(rows, hit_counts, scores, allowed, keep) if len(candidates) > FLOORED_ABOVE else 0.0
+        top = _best(candidates, scores, keep, floor)
         ranked = scores[top].tolist()  # a few: Python compares them faster than numpy calls would
         if any(0.0 < better - worse <= TIE * better for better, worse in itertools.pairwise(ranked)):
             return None
