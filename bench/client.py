@@ -144,6 +144,14 @@ class BenchClient:
         params = {"user_id": user_id, "size": 1, **({"include_superseded": "true"} if include_superseded else {})}
         return int((await self._call("GET", MEMORIES, params=params, read=True))["total"])
 
+    async def pending_jobs(self) -> int:
+        """Background jobs queued or running (enrichment among them), from the server's metrics."""
+        async with self._http.get("/metrics") as response:
+            if response.status >= 300:
+                raise ApiError("GET", "/metrics", response.status, await response.text())
+            text = await response.text()
+        return next(int(float(line.split()[-1])) for line in text.splitlines() if line.startswith("cortadel_jobs_pending "))
+
     async def list_all(self, user_id: str, *, size: int = 100) -> AsyncIterator[dict[str, Any]]:
         """Every current memory of a user, newest first, walking the pages."""
         page = 1

@@ -6,6 +6,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.provenance import busy_note
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A GitHub-flavoured table; floats print with three decimals."""
@@ -36,3 +38,9 @@ def replace_section(doc: Path, name: str, body: str, *, new_doc_intro: str) -> N
         text = text.rstrip() + "\n\n" + section + "\n"
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
+
+
+def replace_run_section(doc: Path, name: str, heading: str, measured: str, load: Sequence[float], results: str) -> None:
+    """``replace_section`` with one run's section of the performance doc: its heading, how and when
+    it was measured, the machine's load around it (``busy_note``) and its results."""
+    replace_section(doc, name, "\n\n".join([heading, measured, busy_note(*load), results]), new_doc_intro="# Performance\n")

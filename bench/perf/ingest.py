@@ -29,9 +29,9 @@ from typing import Any
 from bench.client import BenchClient
 from bench.console import log
 from bench.errors import BenchError
-from bench.markdown import replace_section, table
+from bench.markdown import replace_run_section, table
 from bench.perf.corpus import sentences
-from bench.provenance import busy_note, git_commit, load_average
+from bench.provenance import git_commit, load_average
 from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server, work_folder
 
 BATCH = 500
@@ -164,14 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     run = {"meta": meta, "results": results}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ingest.json").write_text(json.dumps(run, indent=2) + "\n")
-    body = "\n\n".join([
-        f"## Batch ingest (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
+    replace_run_section(
+        args.doc, "ingest", f"## Batch ingest (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
         (f"Measured {started} at git {meta['git_commit']} with `{command}`, one fresh server: the store is filled through "
          "`POST /api/v1/memories/batch`, then each way of writing gets a fresh user in that store."),
-        busy_note(*meta["load_average"]),
-        results_table(run),
-    ])
-    replace_section(args.doc, "ingest", body, new_doc_intro="# Performance\n")
+        meta["load_average"], results_table(run),
+    )
     log(f"wrote {args.out / 'ingest.json'} and {args.doc}")
     return 0
 
