@@ -30,20 +30,12 @@ from bench.client import BenchClient
 from bench.console import log
 from bench.errors import BenchError
 from bench.markdown import replace_run_section, table
-from bench.perf.ingest import BATCH, TURNS
+from bench.perf.ingest import BATCH, TURNS_PER_CONVERSATION, conversations
 from bench.provenance import git_commit, load_average
 from bench.server import REPO_ROOT, WORDLLAMA, exit_on_sigterm, snapshot_server, start_server, work_folder
 
 USER = "growing"
-#: turns a conversation; conversations a batch (``BATCH`` turns)
-TURNS_PER_CONVERSATION = 10
 PARTS = 4
-
-
-def conversations(messages: int) -> list[dict[str, Any]]:
-    turns = [{"role": "user", "content": TURNS[i % len(TURNS)].format(city=f"City{i}", job=f"job{i}", thing=f"thing{i}")}
-             for i in range(messages)]
-    return [{"messages": turns[at:at + TURNS_PER_CONVERSATION]} for at in range(0, messages, TURNS_PER_CONVERSATION)]
 
 
 async def grow(base_url: str, messages: int, log: Callable[[str], None], *, poll: float = 0.2) -> dict[str, Any]:

@@ -38,8 +38,16 @@ BATCH = 500
 PER_USER = 1_000
 #: a conversation turn as a user would say it: first person, so the rules extractor finds the fact
 TURNS = ["I moved to {city} last year.", "My sister works as a {job}.", "I am allergic to {thing}.", "I like {thing} a lot."]
+TURNS_PER_CONVERSATION = 10
 #: the fact an infer run writes is the first of each item's results; an ADD or SUPERSEDE stored one
 STORED = ("ADD", "SUPERSEDE", "RESOLVE")
+
+
+def conversations(messages: int) -> list[dict[str, Any]]:
+    """``messages`` first-person turns (each names a new city, job or thing), ``TURNS_PER_CONVERSATION`` a conversation."""
+    turns = [{"role": "user", "content": TURNS[i % len(TURNS)].format(city=f"City{i}", job=f"job{i}", thing=f"thing{i}")}
+             for i in range(messages)]
+    return [{"messages": turns[at:at + TURNS_PER_CONVERSATION]} for at in range(0, messages, TURNS_PER_CONVERSATION)]
 
 
 async def _batches(api: BenchClient, user: str, texts: Sequence[str], *, infer: bool) -> dict[str, Any]:
@@ -98,15 +106,14 @@ async def measure(base_url: str, store: int, sample: int, log: Callable[[str], N
         for name, infer, in_flight in (("single_raw", False, 1), ("single_raw_8", False, 8), ("single_infer", True, 1)):
             runs[name] = await _singles(api, name, _take(sentences(name), sample // 5), infer=infer, in_flight=in_flight)
             log(f"{name}: {runs[name]['per_second']:,.0f}/s")
-        turns = [{"role": "user", "content": TURNS[i % len(TURNS)].format(city=f"City{i}", job=f"job{i}", thing=f"thing{i}")}
-                 for i in range(sample)]
-        conversations = [{"messages": turns[at:at + 10]} for at in range(0, len(turns), 10)]
+        batch = conversations(sample)
+        per_batch = BATCH // TURNS_PER_CONVERSATION
         started = time.perf_counter()
-        for at in range(0, len(conversations), BATCH // 10):
-            await api.add_batch("conversations", conversations=conversations[at:at + BATCH // 10])
+        for at in range(0, len(batch), per_batch):
+            await api.add_batch("conversations", conversations=batch[at:at + per_batch])
         seconds = time.perf_counter() - started
         facts = await api.count("conversations", include_superseded=True)
-        runs["batch_conversations"] = {"messages": len(turns), "seconds": round(seconds, 2), "messages_per_second": round(len(turns) / seconds, 1),
+        runs["batch_conversations"] = {"messages": sample, "seconds": round(seconds, 2), "messages_per_second": round(sample / seconds, 1),
                                        "facts": facts, "facts_per_second": round(facts / seconds, 1)}
         log(f"batch_conversations: {runs['batch_conversations']['messages_per_second']:,.0f} messages/s")
     return {"fill": fill, **runs}
@@ -131,7 +138,7 @@ def results_table(run: dict[str, Any]) -> str:
         row("single adds, `infer: false`, one at a time", r["single_raw"], "memories/s"),
         row("single adds, `infer: false`, 8 in flight", r["single_raw_8"], "memories/s"),
         row("single adds, `infer: true` (rules), one at a time", r["single_infer"], "texts/s"),
-        [f"batches of {BATCH // 10} conversations × 10 turns", f"{conv['messages']:,} turns", f"{conv['messages_per_second']:,.0f} messages/s", facts(conv), f"{conv['seconds']:.1f}", ""],
+        [f"batches of {BATCH // TURNS_PER_CONVERSATION} conversations × {TURNS_PER_CONVERSATION} turns", f"{conv['messages']:,} turns", f"{conv['messages_per_second']:,.0f} messages/s", facts(conv), f"{conv['seconds']:.1f}", ""],
     ]
     speedup = r["batch_raw"]["per_second"] / r["single_raw"]["per_second"]
     return (table(["how", "sent", "rate", "facts stored/s (facts)", "seconds", "events"], rows)
