@@ -11,8 +11,16 @@ near-duplicates (scores a rounding apart) among the rows.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from cortadel_server.storage.vector_cache import SCREEN_MIN_ROWS, SCREEN_QUERIES, SORTED_ROWS, UserVectors, best_rows
+from cortadel_server.storage.vector_cache import (
+    SCREEN_MIN_ROWS,
+    SCREEN_QUERIES,
+    SORTED_ROWS,
+    UserVectors,
+    best_per_row,
+    best_rows,
+)
 
 DIM = 64
 LIMIT = 8
@@ -34,14 +42,17 @@ def hits(found: list) -> list[tuple[str, float]]:
     return [(hit.id, hit.score) for hit in found]
 
 
-def test_screened_lookups_give_the_full_scans_hits_while_the_write_changes_rows() -> None:
+@pytest.mark.parametrize("ended", [0.0, 0.4], ids=["all rows current", "many ended: the current ones screened alone"])
+def test_screened_lookups_give_the_full_scans_hits_while_the_write_changes_rows(ended: float) -> None:
     rng = np.random.default_rng(7)
     count = 1_200
     rows = stored_rows(rng, count)
-    entry = UserVectors(1, DIM, list(range(1, count + 1)), [f"m{i}" for i in range(count)], rows, [True] * count)
+    current = (rng.random(count) >= ended).tolist()
+    entry = UserVectors(1, DIM, list(range(1, count + 1)), [f"m{i}" for i in range(count)], rows, current)
     queries = np.concatenate([rows[rng.integers(0, count, 60)], unit(rng.standard_normal((60, DIM)))])
     screen = entry.screen(queries, LIMIT)
     assert screen is not None
+    assert (screen._held is not None) == (ended > 0)
     next_rowid, appended = count + 1, 0
     for at, query in enumerate(queries):
         assert hits(entry.nearest_screened(screen, at)) == hits(entry.nearest(query, LIMIT)), at
@@ -122,3 +133,28 @@ def test_best_rows_are_the_k_highest_best_first_ties_in_row_order_sorted_or_part
                 k = min(k, count)
                 expected = sorted(range(count), key=lambda row: (-float(scores[row]), row))[:k]
                 assert best_rows(scores, k).tolist() == expected, (count, k)
+
+
+def test_best_per_row_keeps_each_rows_highest_values_and_the_best_left_out() -> None:
+    """The screen's selection: per row the ``keep`` highest values best first, equal values in
+    column order, and the highest left out, whether the rows are cut into chunks (many columns)
+    or sorted whole (few), with ties across chunk edges, rows ended (-inf) and a short last chunk."""
+    rng = np.random.default_rng(13)
+    checked = 0
+    for columns in (5, 40, 271, 1_000, 4_099):
+        for keep in sorted({min(k, columns) for k in (0, 1, 8, 32, columns)}):
+            for values in (
+                rng.random((6, columns)),
+                rng.choice([0.1, 0.5, 0.5, 0.9, 0.9, 0.9], (6, columns)),  # ties everywhere
+            ):
+                values = values.astype(np.float32)
+                values[1, :] = -np.inf  # a row whose columns were all ended
+                values[2, rng.integers(0, columns, columns // 2)] = -np.inf
+                values[3, -3:] = 2.0  # the best in the last, short, chunk
+                for row, (top, scores, left_out) in zip(values, best_per_row(values, keep), strict=True):
+                    expected = sorted(range(columns), key=lambda c: (-float(row[c]), c))
+                    assert top.tolist() == expected[:keep]
+                    assert scores.tolist() == row[expected[:keep]].tolist()
+                    assert left_out == (float(row[expected[keep]]) if keep < columns else -np.inf)
+                    checked += 1
+    assert checked == (3 + 5 + 5 + 5 + 5) * 2 * 6
