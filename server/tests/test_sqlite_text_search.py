@@ -317,6 +317,34 @@ def test_committed_totals_read_from_fts5s_record_equal_what_its_bm25_reads(store
     assert check()[0].rows == 502
 
 
+def test_a_write_reads_fts5s_totals_once_and_its_reads_keep_them(store: SqliteStorage) -> None:
+    """Inside a write the memories' totals are read from FTS5 (a query through a phrase) once, then
+    follow the write's inserts; a read between two lookups, a ``WITH … SELECT`` too, keeps them.
+    Each lookup still ranks as FTS5 does."""
+    _both(store, "sister", MemoryFilters())
+    asked: list[str] = []
+
+    def traced(cursor: object, sql: str, bindings: object) -> bool:
+        if "fts_rows(memories_fts)" in sql:
+            asked.append(sql)
+        return True
+
+    with store.write("alice"):
+        connection = store._conn()
+        connection.exec_trace = traced
+        try:
+            _insert(store, "alice", ["Priya's sister moved to Zanzibar."], 300)
+            for at, query in enumerate(("Zanzibar", "sister Porto", "Priya's"), 400):
+                ranked, fts5 = _both(store, query, MemoryFilters())
+                assert ranked == fts5
+                store.neighbour_texts("alice", [ranked[0][0]], "alice300")  # WITH same AS (SELECT …) …
+                _insert(store, "alice", [f"Tom likes tea in {query}."], at)
+        finally:
+            connection.exec_trace = None
+    # One read by the first lookup; FTS5's own searches above ask bm25(), not these totals.
+    assert len(asked) == 1
+
+
 def test_a_row_extended_in_place_equals_the_row_loaded_whole() -> None:
     """``TermIndex.extend``: the terms and pairs appended, the pair across the join, the length."""
     first = [["kenji", "s", "sister"], ["tom", "like", "tea"], ["ana"]]

@@ -412,6 +412,16 @@ def _table_of(insert: str) -> str:
     return insert.removeprefix("INSERT INTO ").split("(", 1)[0]
 
 
+#: a statement's words that change rows: a statement without them reads (a SELECT, WITH … SELECT)
+_CHANGES = re.compile(r"\b(?:INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def _may_change_memories(sql: str) -> bool:
+    """Whether ``sql`` may change the memories' full-text rows: it names them and is not a read."""
+    return "memories" in sql and bool(_CHANGES.search(sql))
+
+
 @lru_cache(maxsize=4096)
 def _needs_deferred(sql: str, inserts: tuple[str, ...]) -> bool:
     """Whether ``sql`` must run after the deferred ``inserts``' rows are in: it names one of their
@@ -621,7 +631,7 @@ class SqliteStorage(Storage):
         a memory's text (its trigger takes the old terms out of the index: they must be in)."""
         if self._write_owner != threading.get_ident():
             return  # a reader's statement: the write's state is not its to act on
-        if self._memory_totals is not None and "memories" in sql and not sql.startswith("SELECT"):
+        if self._memory_totals is not None and _may_change_memories(sql):
             self._memory_totals = None
         if self._deferred and _needs_deferred(sql, tuple(self._deferred)):
             self._insert_deferred()
@@ -632,8 +642,10 @@ class SqliteStorage(Storage):
 
     def _insert_deferred(self) -> None:
         deferred, self._deferred = self._deferred, {}
+        totals = self._memory_totals  # its full-text rows were counted as they were deferred
         for insert, rows in deferred.items():
             self._insert_many(insert, rows)
+        self._memory_totals = totals
 
     def close(self) -> None:
         self._closing.set()
@@ -984,6 +996,13 @@ class SqliteStorage(Storage):
         return next((memory_id for memory_id, _, same in rows if same), None), {memory_id: text for memory_id, text, _ in rows}
 
     def all_current_texts(self, user_id: str, limit: int) -> dict[str, str] | None:
+        held = self._vectors.get(user_id)
+        if held is not None and held.current_rows() > limit:
+            # More than ``limit`` by the cached vectors, as this process last read or wrote them
+            # (a hint: were they behind, the batch would read its texts lookup by lookup, as
+            # answers go unchanged): reading ``limit`` + 1 rows to learn it cost 30 ms a batch at
+            # 35,000 memories.
+            return None
         rows = self._rows(
             "SELECT id, text FROM memories WHERE user_id = ? AND expired_at IS NULL AND invalid_at IS NULL LIMIT ?",
             (user_id, limit + 1),

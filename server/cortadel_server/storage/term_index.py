@@ -499,7 +499,9 @@ class TermIndex:
         found = [(p, postings) for p in phrases if (postings := self._postings(p)) is not None]
         if not found:
             return []
-        table = totals(found[0][0])
+        # FTS5 gives its totals through a query on a phrase: the rarest one's rows are read fastest
+        # (the first phrase was often "user", in every row: 30 ms at 35,000 rows).
+        table = totals(min(found, key=lambda item: len(item[1][0]))[0])
         if table.rows <= 0:
             return None
         # Searches read while a write appends: the rows ``allowed`` covers, and copies, never views
