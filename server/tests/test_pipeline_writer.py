@@ -16,6 +16,7 @@ from support.scripted_openai import Reply, ScriptedOpenAI
 
 from cortadel_server.config import Settings
 from cortadel_server.errors import StorageError
+from cortadel_server.language.entities import EntityKind, EntityMention
 from cortadel_server.pipeline.enrich import MAX_ATTEMPTS, Enricher
 from cortadel_server.pipeline.llm import LlmJudge
 from cortadel_server.pipeline.rules import RulesExtractor
@@ -144,6 +145,27 @@ def test_enrichment_links_aliases_to_one_entity(writer: Writer, storage: SqliteS
     assert city == {rows["User moved to NYC."].id, rows["User's sister lives in New York City."].id}
     company = {s.id for s in storage.memories_for_entities("u", ["ibm"], MemoryFilters(), 10)}
     assert company == {rows["User works at IBM."].id, rows["User's brother works for International Business Machines."].id}
+
+
+def test_enrichment_keeps_its_alias_index_only_while_no_other_write_changed_the_aliases(
+    writer: Writer, storage: SqliteStorage,
+) -> None:
+    """The worker keeps a user's alias index from one claim to the next; an alias another write
+    stores in between (a curation merge, an import) is in the next claim's index all the same."""
+    say(writer, "u", "I moved to NYC.", "My uncle Robert lives in Boston.")
+    while writer.enricher.run_once():
+        pass
+    facts = {m.text: m.id for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    uncle = facts["User's uncle Robert lives in Boston."]
+    storage.link_entities("u", uncle, [EntityMention("Bobby", EntityKind.PERSON, "robert")])  # another write: "Bobby" is Robert
+    say(writer, "u", "My friend Bobby lives in Leeds.", "My cousin works in New York City.")
+    while writer.enricher.run_once():
+        pass
+    facts = {m.text: m.id for m in storage.list_memories("u", MemoryFilters(), offset=0, limit=10)[0]}
+    robert = {s.id for s in storage.memories_for_entities("u", ["robert"], MemoryFilters(), 10)}
+    assert robert == {uncle, facts["User's friend Bobby lives in Leeds."]}
+    city = {s.id for s in storage.memories_for_entities("u", ["new york city"], MemoryFilters(), 10)}
+    assert city == {facts["User moved to NYC."], facts["User's cousin works in New York City."]}
 
 
 def test_one_run_enriches_a_users_queued_facts_together_and_a_failing_one_on_its_own(

@@ -266,11 +266,14 @@ class AliasIndex:
         self._first: dict[str, str] = {}
         #: evidence tag → (canonical name, alias) of the first alias in order carrying the tag
         self._first_with: dict[str, tuple[str, str]] = {}
+        #: the rows it stands for: whether the user's rows are still these tells whether it still holds
+        self.rows: set[tuple[str, str]] = set()
         for alias, canonical in rows:
             self.add(alias, canonical)
 
     def add(self, alias: str, canonical: str) -> None:
         """The row (alias, canonical) is stored: for the first time, or again (then nothing changes)."""
+        self.rows.add((alias, canonical))
         last = self.names.get(alias)
         if last is None or canonical > last:
             self.names[alias] = canonical
