@@ -151,7 +151,7 @@ class Enricher:
         the rows the read brings anyway."""
         rows = self.storage.entity_aliases(user_id)
         held = self._held
-        if held is not None and held[0] == user_id and held[1].rows == {(alias, canonical) for alias, canonical in rows}:
+        if held is not None and held[0] == user_id and held[1].rows == set(rows):
             return held[1]
         index = AliasIndex(rows)
         self._held = (user_id, index)
