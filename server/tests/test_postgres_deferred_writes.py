@@ -17,6 +17,7 @@ import pytest
 from cortadel_server.errors import StorageError
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord
 from cortadel_server.storage.postgres import PostgresStorage
+from cortadel_server.storage.sessions import SEPARATOR
 from cortadel_server.testing_postgres import scratch_database
 
 T0 = 1_790_000_000.0
@@ -106,3 +107,20 @@ def test_the_turn_is_held_from_the_start_of_the_write(stores: tuple[PostgresStor
         assert not done.wait(0.4)  # still waiting for the turn
     thread.join(10)
     assert len(waited) == 1 and waited[0] >= 0.3
+
+
+def test_a_writes_memories_join_their_session_documents_once_at_its_end(stores: tuple[PostgresStorage, PostgresStorage]) -> None:
+    """One statement a session document and write: each append re-indexed the whole document."""
+    store, other = stores
+    store.insert_memory(record("m0", "Ann bakes bread.", 0), EAST)
+    with store.write(USER):
+        for n, (text, session) in enumerate((("Ann bakes rye.", "s1"), ("Tom paints fences.", "s2"), ("Ann bakes spelt.", "s1")), 1):
+            store.insert_memory(record(f"m{n}", text, n, session), EAST)
+        tx = store._open_tx()
+        assert tx is not None and tx.pending and not any(b"session_docs" in sql for sql, _, _ in tx.pending)
+        assert [hit.id for hit in store.session_search(USER, "spelt", 10)] == ["s1"]  # the write's own, sent first
+        store.insert_memory(record("m4", "Ann bakes barley.", 4), EAST)
+    assert other.dump_sessions(USER) == [
+        ("s1", SEPARATOR.join(["Ann bakes bread.", "Ann bakes rye.", "Ann bakes spelt.", "Ann bakes barley."])),
+        ("s2", "Tom paints fences."),
+    ]

@@ -1000,12 +1000,7 @@ class SqliteStorage(Storage):
         return next((memory_id for memory_id, _, same in rows if same), None), {memory_id: text for memory_id, text, _ in rows}
 
     def all_current_texts(self, user_id: str, limit: int) -> dict[str, str] | None:
-        held = self._vectors.get(user_id)
-        if held is not None and held.current_rows() > limit:
-            # More than ``limit`` by the cached vectors, as this process last read or wrote them
-            # (a hint: were they behind, the batch would read its texts lookup by lookup, as
-            # answers go unchanged): reading ``limit`` + 1 rows to learn it cost 30 ms a batch at
-            # 35,000 memories.
+        if self._vectors.holds_more_current(user_id, limit):
             return None
         rows = self._rows(
             "SELECT id, text FROM memories WHERE user_id = ? AND expired_at IS NULL AND invalid_at IS NULL LIMIT ?",

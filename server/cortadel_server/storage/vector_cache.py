@@ -655,6 +655,14 @@ class VectorCache(VersionedCache[UserVectors]):
         super().__init__(max_vectors, incremental=incremental)
         self._make_room = make_room
 
+    def holds_more_current(self, user_id: str, limit: int) -> bool:
+        """Whether the user's cached vectors, as this process last read or wrote them, count more
+        than ``limit`` current rows: a hint (were they behind, a batch would read its texts lookup
+        by lookup, its answers unchanged) that spares reading ``limit`` + 1 rows to learn it, 30 ms
+        a batch at 35,000 memories (``Storage.all_current_texts``)."""
+        held = self.get(user_id)
+        return held is not None and held.current_rows() > limit
+
     def _apply(self, user_id: str, entry: UserVectors, change: Change[UserVectors]) -> bool | None:
         changed = super()._apply(user_id, entry, change)
         if self._make_room is not None and entry.needs_room():

@@ -1,0 +1,68 @@
+"""The PostgreSQL full-text lookups are planned for the user's size at every run. psycopg prepares
+a statement at its fifth run, and PostgreSQL then keeps the generic plan it made with that moment's
+statistics until the table is analysed again: a lookup first run while its user looked small went
+on walking every row of the user once they had thousands (4.5 ms a lookup at 2,000 rows, half of a
+batch's time; docs/scaling.md). Autovacuum is off here, as it is between two of its runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import psycopg
+
+from cortadel_server.storage.filters import MemoryFilters
+from cortadel_server.storage.postgres import PostgresStorage
+from cortadel_server.testing_postgres import scratch_database
+
+USER = "grower"
+
+
+def _write(url: str, rows: Iterable[tuple[str, str, str]]) -> None:
+    """Store (memory id, user, text) rows, and move the user's version on as a write of the backend does."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.cursor().copy("COPY memories(id, user_id, text, fingerprint, created_at) FROM STDIN") as copy:
+            for n, (memory_id, user, text) in enumerate(rows):
+                copy.write_row((memory_id, user, text, memory_id, 1.79e9 + n))
+        conn.execute(
+            "INSERT INTO user_versions(user_id, version) VALUES (%s, 1) "
+            "ON CONFLICT(user_id) DO UPDATE SET version = user_versions.version + 1",
+            (USER,),
+        )
+
+
+def _memory_rows_read(store: PostgresStorage) -> int:
+    """The rows of ``memories`` and entries of its indexes the open transaction read so far."""
+    ((read,),) = store._rows(
+        USER,
+        "SELECT pg_stat_get_xact_tuples_returned('memories'::regclass) + pg_stat_get_xact_tuples_fetched('memories'::regclass) "
+        "+ (SELECT sum(pg_stat_get_xact_tuples_returned(indexrelid)) FROM pg_index WHERE indrelid = 'memories'::regclass)",
+    )
+    return int(read)
+
+
+def test_a_lookup_first_run_while_its_user_looked_small_reads_only_its_matches_once_they_have_thousands() -> None:
+    url = scratch_database("plancache")
+    PostgresStorage(url, max_connections=1).close()  # migrated
+    # A store of many small users, analysed: to the planner, any one user holds a row or two.
+    _write(url, [*((f"h{m}", USER, f"the heron {m} waded in the shallows") for m in range(5)),
+                 *((f"o{u}", f"other-{u}", f"an owl {u} hooted") for u in range(300))])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memories SET (autovacuum_enabled = false)")
+        conn.execute("ANALYZE memories")
+    store = PostgresStorage(url, max_connections=1)
+    try:
+        for _ in range(10):  # prepared at the fifth run, a generic plan from the sixth on
+            assert store.text_search(USER, "zebra", MemoryFilters(), 10) == []
+        _write(url, [*((f"m{m}", USER, f"a common sentence number {m} about the weather") for m in range(2500)),
+                     ("zebra", USER, "the zebra grazed at noon")])
+        # ranked in process from 2,000 rows: this first lookup loads the user's rows
+        assert [hit.id for hit in store.text_search(USER, "zebra", MemoryFilters(), 10)] == ["zebra"]
+        with store.search_snapshot(USER):
+            before = _memory_rows_read(store)
+            found = store.text_search(USER, "zebra grazed", MemoryFilters(), 10)
+            read = _memory_rows_read(store) - before
+    finally:
+        store.close()
+    assert [hit.id for hit in found] == ["zebra"]
+    # With the plan made for a small user: 2,506 (every row of the user, through the user's index).
+    assert read <= 10, f"the lookup read {read} rows and index entries of memories for one match"
