@@ -929,56 +929,62 @@ class PostgresStorage(Storage):
         when SQL answers: a user with fewer memories than ``text_in_process_from``, or without a
         version (rows no write of this backend made). The query's words are cut into lexemes by
         PostgreSQL, in the statement that reads the user's version and row count; a word of
-        several lexemes (a phrase) is matched there too, with f in each row it matches."""
+        several lexemes (a phrase) is matched by a second one, with f in each row it matches."""
         words = tsquery_terms(query)
         if not words:
             return []
+        with self.search_snapshot(user_id):  # both statements read one snapshot
+            # No row of memories is read here, so no plan can walk the user's rows: it stays prepared.
+            ((version, memories, lexemes),) = self._rows(
+                user_id,
+                "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
+                "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = ''), "
+                "(SELECT array_agg(array_to_string(tsvector_to_array(to_tsvector('cortadel', u.word)), ' ') ORDER BY u.i) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY u(word, i))",
+                (user_id, user_id, words),
+            )
+            opened = self._open()
+            if opened is not None:  # read here anyway: the vector arm need not (the turn is held in a write)
+                opened.versions[user_id] = version
+            if version is None:  # no write yet, or erased: nothing of the user is kept
+                self._lexemes.drop(user_id)
+            # no version: rows no write of the backend made (an old schema's, or SQL's)
+            if version is None or (memories or 0) < self._text_in_process_from:
+                return None
+            split = [lexeme.split() for lexeme in lexemes]
+            several = [at for at, word_lexemes in enumerate(split) if len(word_lexemes) > 1]
+            phrases = self._phrase_matches(user_id, [words[at] for at in several], several, weights) if several else {}
+            entry = self._lexemes.current(user_id, int(version)) or self._caught_up(
+                self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
+            if entry is None:
+                return None
+            allowed = None
+            if filters.narrows:
+                where, params = self._where(user_id, filters)
+                allowed = [r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)]
+        return entry.best(split, weights, limit, allowed, phrases)
+
+    def _phrase_matches(
+        self, user_id: str, words: list[str], at: list[int], weights: list[float]
+    ) -> dict[int, tuple[list[str], list[float]]]:
+        """Per word of several lexemes (its index ``at`` in the query), the memories it matches and
+        f in each, as ranked_sql has them, over the rows holding all its lexemes."""
         rows = self._rows(
             user_id,
-            """WITH w AS MATERIALIZED (
-                   SELECT u.i, u.word, to_tsvector('cortadel', u.word) AS v FROM unnest(%s::text[]) WITH ORDINALITY u(word, i)
-               ), totals AS MATERIALIZED (
-                   SELECT (SELECT version FROM user_versions WHERE user_id = %s) AS version,
-                          (SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = '') AS memories
-               )
-               SELECT totals.version, totals.memories,
-                      (SELECT array_agg(array_to_string(tsvector_to_array(w.v), ' ') ORDER BY w.i) FROM w),
-                      p.words, p.ids, p.f
-               FROM totals, LATERAL (
-                   -- ranked_sql's match and f of each word of several lexemes, over the rows holding all of them;
-                   -- f as the float8 ranked_sql computes with (a float4 sent as text reads back as another double)
-                   SELECT array_agg(w.i ORDER BY w.i, m.rowid) AS words, array_agg(m.id ORDER BY w.i, m.rowid) AS ids,
-                          array_agg(ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 ORDER BY w.i, m.rowid) AS f
-                   FROM w JOIN memories m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, w.v)
-                       AND m.search @@ to_tsquery('cortadel', w.word)
-                   WHERE length(w.v) > 1 AND totals.memories >= %s
-               ) p""",
-            (words, user_id, user_id, weights, user_id, user_id, self._text_in_process_from),
+            # f as the float8 ranked_sql computes with (a float4 sent as text reads back as another double)
+            "SELECT w.i, m.id, ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 "
+            "FROM unnest(%s::text[], %s::int[]) w(word, i) "
+            "JOIN memories m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, to_tsvector('cortadel', w.word)) "
+            "AND m.search @@ to_tsquery('cortadel', w.word) ORDER BY w.i, m.rowid",
+            (weights, words, at, user_id, user_id),
             prepare=False,
         )
-        version, memories, lexemes, phrase_words, phrase_ids, phrase_f = rows[0]
-        opened = self._open()
-        if opened is not None:  # read here anyway: the vector arm need not (the turn is held in a write)
-            opened.versions[user_id] = version
-        if version is None:  # no write yet, or erased: nothing of the user is kept
-            self._lexemes.drop(user_id)
-        # no version: rows no write of the backend made (an old schema's, or SQL's)
-        if version is None or (memories or 0) < self._text_in_process_from:
-            return None
-        entry = self._lexemes.current(user_id, int(version)) or self._caught_up(
-            self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
-        if entry is None:
-            return None
-        allowed = None
-        if filters.narrows:
-            where, params = self._where(user_id, filters)
-            allowed = [r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)]
         phrases: dict[int, tuple[list[str], list[float]]] = {}
-        for word, memory_id, f in zip(phrase_words or (), phrase_ids or (), phrase_f or (), strict=True):
-            matched = phrases.setdefault(int(word) - 1, ([], []))
+        for word, memory_id, f in rows:
+            matched = phrases.setdefault(word, ([], []))
             matched[0].append(memory_id)
             matched[1].append(f)
-        return entry.best([lexeme.split() for lexeme in lexemes], weights, limit, allowed, phrases)
+        return phrases
 
     def _caught_up(
         self, cache: VersionedCache[_Cached], user_id: str, columns: str, empty: Callable[[], _Cached], reads: CacheReads
