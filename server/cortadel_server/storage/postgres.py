@@ -920,7 +920,8 @@ class PostgresStorage(Storage):
         if found is not None:
             return found
         where, params = self._where(user_id, filters, alias="d.")
-        return self._ranked("memories", "id", user_id, query, where, params, limit, _weights(context_weight))
+        # memories below text_in_process_from: their user may have grown since the plan was made
+        return self._ranked("memories", "id", user_id, query, where, params, limit, _weights(context_weight), prepare=False)
 
     def _ranked_in_process(
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, weights: list[float]
@@ -1082,12 +1083,13 @@ class PostgresStorage(Storage):
 
     def _ranked(
         self, table: str, key: str, user_id: str, query: str, where: str, params: list[Any], limit: int,
-        weights: list[float],
+        weights: list[float], *, prepare: bool | None = None,
     ) -> list[ScoredId]:
+        """``ranked_sql``'s matches; ``prepare`` as ``_rows``."""
         statement = ranked_statement(table, key, user_id, query, where, params, limit, weights)
         if statement is None:
             return []
-        return [ScoredId(found, float(score)) for found, score in self._rows(user_id, *statement, prepare=False)]
+        return [ScoredId(found, float(score)) for found, score in self._rows(user_id, *statement, prepare=prepare)]
 
     def _user_vectors(self, user_id: str) -> UserVectors | None:
         """The user's embeddings: the cached entry when it is at the user's version, else caught up.
