@@ -2,6 +2,7 @@
 
     python -m bench.perf.ingest                 # a store of 100,000 memories (100 users × 1,000)
     python -m bench.perf.ingest --store 10000   # 10 users × 1,000
+    python -m bench.perf.ingest --backend postgres --store 10000 --sample 2500   # on a PostgreSQL it starts
 
 The store is filled through ``POST /api/v1/memories/batch`` (``infer: false``, 500 a batch), then,
 into that store, each way of writing gets a fresh user: batches of 500 with ``infer: false``
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -41,6 +43,11 @@ TURNS = ["I moved to {city} last year.", "My sister works as a {job}.", "I am al
 TURNS_PER_CONVERSATION = 10
 #: the fact an infer run writes is the first of each item's results; an ADD or SUPERSEDE stored one
 STORED = ("ADD", "SUPERSEDE", "RESOLVE")
+#: per backend: the report's name (its JSON file and doc section), the doc under docs/, its heading
+SECTIONS = {
+    "sqlite": ("ingest", "performance.md", "## Batch ingest"),
+    "postgres": ("ingest-postgres", "scaling.md", "### Batch ingest on PostgreSQL"),
+}
 
 
 def conversations(messages: int) -> list[dict[str, Any]]:
@@ -151,33 +158,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.perf.ingest", description="Batch ingest against single adds over HTTP.")
     parser.add_argument("--store", type=int, default=100_000, help="memories in the store before measuring (default: %(default)s)")
     parser.add_argument("--sample", type=int, default=5_000, help="memories per batch run; single adds get a fifth (default: %(default)s)")
+    parser.add_argument("--backend", choices=sorted(SECTIONS), default="sqlite", help="server storage (default: %(default)s)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench" / "reports", help="report folder (default: %(default)s)")
-    parser.add_argument("--doc", type=Path, default=REPO_ROOT / "docs" / "performance.md", help="doc whose ingest section is updated")
+    parser.add_argument("--doc", type=Path, help="doc whose ingest section is updated (default: docs/performance.md, docs/scaling.md for postgres)")
     args = parser.parse_args(argv)
+    section, doc, heading = SECTIONS[args.backend]
     exit_on_sigterm()
 
     started, load_start = datetime.now(UTC).isoformat(timespec="seconds"), load_average()
     try:
         with work_folder("ingest") as tmp:
             source, server_code = snapshot_server(tmp)
-            with start_server(WORDLLAMA.from_source(source), tmp) as server:
+            with start_server(dataclasses.replace(WORDLLAMA.from_source(source), backend=args.backend), tmp) as server:
                 results = asyncio.run(measure(server.base_url, args.store, args.sample, log))
     except BenchError as exc:
         print(f"bench.perf.ingest: {exc}", file=sys.stderr)
         return 1
-    command = f"python -m bench.perf.ingest --store {args.store} --sample {args.sample}"
+    backend = "" if args.backend == "sqlite" else f" --backend {args.backend}"
+    command = f"python -m bench.perf.ingest{backend} --store {args.store} --sample {args.sample}"
     meta = {"started_at": started, "git_commit": git_commit(), "server_code_sha256": server_code, "embedder": WORDLLAMA.name,
-            "cpus": os.cpu_count(), "command": command, "load_average": [load_start, load_average()]}
+            "backend": args.backend, "cpus": os.cpu_count(), "command": command, "load_average": [load_start, load_average()]}
     run = {"meta": meta, "results": results}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest.json").write_text(json.dumps(run, indent=2) + "\n")
+    (args.out / f"{section}.json").write_text(json.dumps(run, indent=2) + "\n")
+    doc = args.doc or REPO_ROOT / "docs" / doc
     replace_run_section(
-        args.doc, "ingest", f"## Batch ingest (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
+        doc, section, f"{heading} (embedder `{meta['embedder']}`, {meta['cpus']} CPUs)",
         (f"Measured {started} at git {meta['git_commit']} with `{command}`, one fresh server: the store is filled through "
          "`POST /api/v1/memories/batch`, then each way of writing gets a fresh user in that store."),
         meta["load_average"], results_table(run),
     )
-    log(f"wrote {args.out / 'ingest.json'} and {args.doc}")
+    log(f"wrote {args.out / f'{section}.json'} and {doc}")
     return 0
 
 
