@@ -14,6 +14,7 @@ import pytest
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord, ScoredId
 from cortadel_server.storage.pg_lexemes import postings
 from cortadel_server.storage.postgres import PostgresStorage, ranked_statement
+from cortadel_server.storage.search_terms import CONTEXT_WEIGHT
 from cortadel_server.testing_postgres import scratch_database
 
 T0 = 1_790_000_000.0
@@ -162,8 +163,8 @@ def test_search_vectors_are_read_from_their_text_form_as_postgresql_reads_them(u
 
 
 def test_a_user_of_few_memories_is_ranked_in_sql(url: str) -> None:
-    """Below TEXT_IN_PROCESS_FROM memories SQL answers: nothing is loaded, so the rows themselves
-    are read (the change made behind the backend's back is seen)."""
+    """Below TEXT_IN_PROCESS_FROM memories a search's lookups are SQL's: nothing is loaded, so the
+    rows themselves are read (the change made behind the backend's back is seen)."""
     store = PostgresStorage(url, max_connections=1)
     try:
         rng = random.Random(9)
@@ -174,5 +175,33 @@ def test_a_user_of_few_memories_is_ranked_in_sql(url: str) -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("UPDATE memories SET text = 'Nothing about islands here.' WHERE user_id = 'u1' AND id = 'quiet'")
         assert store.text_search("u1", "Zanzibar", MemoryFilters(), 10) == []
+    finally:
+        store.close()
+
+
+def test_a_write_ranks_the_lookups_of_a_user_of_few_memories_in_process(url: str) -> None:
+    """A write looks up each of its facts: it loads the user's rows once, whatever their number,
+    and keeps them current; a search then ranks from them too, with SQL's answers."""
+    store = PostgresStorage(url, max_connections=1)
+    try:
+        rng = random.Random(11)
+        for i in range(40):
+            add(store, rng, "u1", f"m{i}", "s1")
+        reads = store.cache_reads["text"]
+        expected = [in_sql(url, "u1", query, CURRENT, ["u1"], 10, CONTEXT_WEIGHT) for query in QUERIES]
+        assert [store.text_search("u1", query, MemoryFilters(), 10) for query in QUERIES] == expected
+        assert reads.reloads == 0  # a search: SQL's
+        with store.write("u1"):
+            in_write = [store.text_search("u1", query, MemoryFilters(), 10) for query in QUERIES]
+            add(store, rng, "u1", "m40", "s1", text="Caroline's guitar lessons in Oslo.")
+            added = store.text_search("u1", "Caroline's guitar", MemoryFilters(), 10)
+        assert reads.reloads == 1  # loaded once, then kept current by the write
+        assert in_write == expected
+        assert added == in_sql(url, "u1", "Caroline's guitar", CURRENT, ["u1"], 10, CONTEXT_WEIGHT)
+        assert added[0].id == "m40"
+        assert store.text_search("u1", "guitar Oslo", MemoryFilters(), 10) == in_sql(
+            url, "u1", "guitar Oslo", CURRENT, ["u1"], 10, CONTEXT_WEIGHT
+        )
+        assert reads.reloads == 1
     finally:
         store.close()
