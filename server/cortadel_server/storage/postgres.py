@@ -774,11 +774,14 @@ class PostgresStorage(Storage):
 
     def last_written(self, user_id: str, app_name: str | None) -> MemoryRecord | None:
         # "IS NULL" or "= %s", not "IS NOT DISTINCT FROM %s": the planner can use no index for that
-        # one and scanned and sorted all the user's rows (17 ms an add at 10,000 memories).
+        # one and scanned and sorted all the user's rows (17 ms an add at 10,000 memories). And
+        # app_name leads the order, as in the index: "IS NULL" does not make it a constant to the
+        # planner, which then sorted every row the index gave (2.7 ms an add at 3,000 memories,
+        # whenever the statistics said the user had a few).
         app = "app_name IS NULL" if app_name is None else "app_name = %s"
         rows = self._rows(
             user_id,
-            f"{SELECT_MEMORY} WHERE user_id = %s AND {app} ORDER BY created_at DESC, rowid DESC LIMIT 1",
+            f"{SELECT_MEMORY} WHERE user_id = %s AND {app} ORDER BY app_name, created_at DESC, rowid DESC LIMIT 1",
             (user_id, *([] if app_name is None else [app_name])),
         )
         return self._record(rows[0]) if rows else None
