@@ -266,7 +266,8 @@ class _Open:
         self.pending = []
         sent = [*((sql, params, None) for sql, params, _ in pending), *((sql, params, prepare) for sql, params in statements)]
         if len(sent) == 1:
-            cursors = [self.conn.execute(sent[0][0], sent[0][1], prepare=prepare)]
+            sql, params, planned = sent[0]
+            cursors = [self.conn.execute(sql, params, prepare=planned)]
         else:
             with self.conn.pipeline():
                 cursors = [self.conn.execute(sql, params, prepare=planned) for sql, params, planned in sent]
@@ -932,9 +933,9 @@ class PostgresStorage(Storage):
         """``_ranked`` on the user's cached rows (storage/pg_lexemes.py, the same scores), None
         when SQL answers: a search of a user with fewer memories than ``text_in_process_from``
         whose rows are not held current, or a user without a version (rows no write of this
-        backend made). The query's words are cut into lexemes by
-        PostgreSQL, in the statement that reads the user's version and row count; a word of
-        several lexemes (a phrase) is matched by a second one, with f in each row it matches."""
+        backend made). The query's words are cut into lexemes by PostgreSQL, in the statement that
+        reads the user's version and row count; a word of several lexemes (a phrase) is matched
+        by a second one, with f in each row it matches."""
         words = tsquery_terms(query)
         if not words:
             return []
@@ -951,9 +952,9 @@ class PostgresStorage(Storage):
             opened = self._open()
             if opened is not None:  # read here anyway: the vector arm need not (the turn is held in a write)
                 opened.versions[user_id] = version
-            if version is None:  # no write yet, or erased: nothing of the user is kept
+            # no write yet, or erased (nothing of the user is kept), or rows no write of the backend made
+            if version is None:
                 self._lexemes.drop(user_id)
-            if version is None:  # rows no write of the backend made (an old schema's, or SQL's)
                 return None
             entry = self._lexemes.current(user_id, int(version))
             if entry is None and (memories or 0) < self._text_in_process_from and self._open_tx() is None:
@@ -961,7 +962,8 @@ class PostgresStorage(Storage):
                 # would cost it more. A write looks up each of its facts, and loads them (a batch's
                 # 500 lookups ranked in SQL took 3 ms each at 1,000 memories).
                 return None
-            entry = entry or self._caught_up(self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
+            entry = entry or self._caught_up(
+                self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
             if entry is None:
                 return None
             split = [lexeme.split() for lexeme in lexemes]
