@@ -416,6 +416,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX memories_user_changed ON memories(user_id, changed_version);
         """,
     ),
+    Migration(
+        "0010_session_docs_changed_version",
+        """
+        -- The same for session documents: a replica whose cached session lexemes are at version v
+        -- reads the documents with changed_version > v (storage/postgres.py session_search), not
+        -- every document of the user. Rows written by anything else take the largest bigint.
+        ALTER TABLE session_docs ADD COLUMN changed_version bigint NOT NULL DEFAULT 0;
+        ALTER TABLE session_docs ALTER COLUMN changed_version SET DEFAULT 9223372036854775807;
+        CREATE INDEX session_docs_user_changed ON session_docs(user_id, changed_version);
+        """,
+    ),
 )
 
 

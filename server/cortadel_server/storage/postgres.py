@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
 import numpy as np
 import psycopg
@@ -105,6 +105,8 @@ _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
 _VECTOR_ROW = f"m.rowid, m.id, substr(vector_send(m.embedding), 5), {_CURRENT}"
 #: a memory row as ``UserLexemes.apply`` takes it
 _LEXEME_ROW = f"m.rowid, m.id, m.tokens, {_CURRENT}, m.search::text"
+#: a session document as ``UserLexemes.apply`` takes it (every document is searched: current)
+_SESSION_ROW = "m.rowid, m.session_id, m.tokens, true, m.search::text"
 #: a memory row's full-text data for storage/pg_lexemes.py: its tokens and its search vector as
 #: text (parsed in process: unnest(search) per row made loading 10,000 rows take 0.45 s, not 0.04)
 _LEXEMES = "tokens, search::text"
@@ -112,6 +114,9 @@ _LEXEMES = "tokens, search::text"
 #: the full-text rows held in process, all users together (least recently used users go first):
 #: some 200 MB at about 15 lexemes a row
 _CACHED_TEXT_ROWS = 500_000
+#: the session documents held in process, all users together: a document holds the text of some
+#: 50 memories, so these are about as many lexemes as ``_CACHED_TEXT_ROWS`` memories
+_CACHED_SESSION_DOCS = 10_000
 #: a user's memories from which their full-text arm is ranked in process: below it SQL takes a few
 #: ms, and loading the rows would cost a user's first search more than it saves (1,000 rows: 60 ms)
 TEXT_IN_PROCESS_FROM = 2_000
@@ -128,6 +133,17 @@ class _CatchingUp(Versioned, Protocol):
 
 
 _Cached = TypeVar("_Cached", bound=_CatchingUp)
+
+
+class _HeldText(NamedTuple):
+    """A full-text table whose rows a user's searches rank in process (storage/pg_lexemes.py)."""
+
+    #: the column a hit names
+    key: str
+    #: a row as ``UserLexemes.apply`` takes it
+    columns: str
+    cache: VersionedCache[UserLexemes]
+    reads: CacheReads
 
 #: advisory lock class of a user's writer turn (the object is the hash of the user id)
 _USER_LOCK = 1
@@ -304,11 +320,15 @@ class _Transaction(_Open):
 
 
 class _Snapshot(_Open):
-    """The searching thread's read-only transaction (``search_snapshot``): also the rowids read in it."""
+    """The searching thread's read-only transaction (``search_snapshot``): also what its arms read
+    alike in it."""
 
     def __init__(self, conn: psycopg.Connection[Any], *, renewable: bool) -> None:
         super().__init__(conn, b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        self.rowids: dict[str, np.ndarray | None] = {}
+        self.rowids: dict[tuple[str, str], np.ndarray | None] = {}
+        #: per user and query words: the user's version, memories and the words' lexemes
+        #: (``_ranked_in_process``)
+        self.query_lexemes: dict[tuple[str, ...], tuple[Any, ...]] = {}
         #: its search runs again in a new snapshot on ``StaleSnapshot``
         self.renewable = renewable
 
@@ -338,8 +358,17 @@ class PostgresStorage(Storage):
         # incremental: an entry another process's write left behind catches up by the rows it changed
         self._vectors = VectorCache(incremental=True, make_room=self._room_maker.submit)
         self._lexemes: VersionedCache[UserLexemes] = VersionedCache(_CACHED_TEXT_ROWS, incremental=True)
+        #: the session documents' full-text rows: never changed by a write in place (a write may
+        #: append to a document again before it commits), they catch up at the next search
+        self._session_lexemes: VersionedCache[UserLexemes] = VersionedCache(_CACHED_SESSION_DOCS, incremental=True)
         #: what keeping the caches current read from the database
-        self.cache_reads = {"vectors": CacheReads(), "text": CacheReads()}
+        self.cache_reads = {"vectors": CacheReads(), "text": CacheReads(), "sessions": CacheReads()}
+        #: the full-text tables ranked in process, by table: the column a hit names, a row as the
+        #: cache takes it, the cache, its reads
+        self._held_text = {
+            "memories": _HeldText("id", _LEXEME_ROW, self._lexemes, self.cache_reads["text"]),
+            "session_docs": _HeldText("session_id", _SESSION_ROW, self._session_lexemes, self.cache_reads["sessions"]),
+        }
         # Named in pg_stat_activity and the server's log (the SQL audit reads it), unless the URL names it.
         connect: dict[str, Any] = {
             "autocommit": True, "connect_timeout": 10, "options": f"-c statement_timeout={int(query_timeout * 1000)}",
@@ -667,9 +696,10 @@ class PostgresStorage(Storage):
         for (user_id, session_id), texts in appends.items():
             self._defer(
                 user_id,
-                "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
-                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = session_docs.text || %s || excluded.text",
-                (user_id, session_id, SEPARATOR.join(texts), SEPARATOR),
+                "INSERT INTO session_docs(user_id, session_id, text, changed_version) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT(user_id, session_id) DO UPDATE SET text = session_docs.text || %s || excluded.text, "
+                "changed_version = excluded.changed_version",
+                (user_id, session_id, SEPARATOR.join(texts), self._version(user_id), SEPARATOR),
             )
 
     def update_memory(self, user_id: str, memory_id: str, **fields: Any) -> None:
@@ -842,6 +872,7 @@ class PostgresStorage(Storage):
             tx.versions[user_id] = None  # erased: no version
         self._vectors.drop(user_id)
         self._lexemes.drop(user_id)
+        self._session_lexemes.drop(user_id)
         return counts
 
     # -- session documents and turn context ------------------------------------------------------
@@ -888,15 +919,23 @@ class PostgresStorage(Storage):
             return
         self._defer(
             user_id,
-            "INSERT INTO session_docs(user_id, session_id, text) VALUES (%s, %s, %s) "
-            "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text",
-            (user_id, session_id, text),
+            "INSERT INTO session_docs(user_id, session_id, text, changed_version) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT(user_id, session_id) DO UPDATE SET text = excluded.text, changed_version = excluded.changed_version",
+            (user_id, session_id, text, self._version(user_id)),
         )
 
     def session_search(self, user_id: str, query: str, limit: int) -> list[ScoredId]:
         tx = self._open_tx()
         if tx is not None:
-            self._append_to_sessions(tx)  # a search inside a write sees the write's own memories
+            # A search inside a write sees the write's own memories, ranked by SQL: the write may
+            # append to a document again under the same version, which a cached entry would miss.
+            self._append_to_sessions(tx)
+        else:
+            # In SQL, ts_rank_cd over every matching document (some 800 tokens each): 3.2 ms at
+            # 10,000 memories of one user, against 0.15 in process.
+            found = self._ranked_in_process("session_docs", user_id, query, None, limit, _UNWEIGHTED)
+            if found is not None:
+                return found
         return self._ranked("session_docs", "session_id", user_id, query, "d.user_id = %s", [user_id], limit, _UNWEIGHTED)
 
     def session_members(
@@ -920,7 +959,7 @@ class PostgresStorage(Storage):
     def text_search(
         self, user_id: str, query: str, filters: MemoryFilters, limit: int, *, context_weight: float = CONTEXT_WEIGHT
     ) -> list[ScoredId]:
-        found = self._ranked_in_process(user_id, query, filters, limit, _weights(context_weight))
+        found = self._ranked_in_process("memories", user_id, query, filters, limit, _weights(context_weight))
         if found is not None:
             return found
         where, params = self._where(user_id, filters, alias="d.")
@@ -928,64 +967,74 @@ class PostgresStorage(Storage):
         return self._ranked("memories", "id", user_id, query, where, params, limit, _weights(context_weight), prepare=False)
 
     def _ranked_in_process(
-        self, user_id: str, query: str, filters: MemoryFilters, limit: int, weights: list[float]
+        self, table: str, user_id: str, query: str, filters: MemoryFilters | None, limit: int, weights: list[float]
     ) -> list[ScoredId] | None:
-        """``_ranked`` on the user's cached rows (storage/pg_lexemes.py, the same scores), None
-        when SQL answers: a search of a user with fewer memories than ``text_in_process_from``
-        whose rows are not held current, or a user without a version (rows no write of this
-        backend made). The query's words are cut into lexemes by PostgreSQL, in the statement that
-        reads the user's version and row count; a word of several lexemes (a phrase) is matched
-        by a second one, with f in each row it matches."""
+        """``_ranked`` on the user's cached rows of ``table`` (memories, or session documents:
+        ``_held_text``; storage/pg_lexemes.py, the same scores), None when SQL answers: a search
+        of a user with fewer memories than ``text_in_process_from`` whose rows are not held
+        current, or a user without a version (rows no write of this backend made). The query's
+        words are cut into lexemes by PostgreSQL, in the statement that reads the user's version
+        and row count; a word of several lexemes (a phrase) is matched by a second one, with f in
+        each row it matches."""
+        held = self._held_text[table]
         words = tsquery_terms(query)
         if not words:
             return []
         with self.search_snapshot(user_id):  # both statements read one snapshot
-            # No row of memories is read here, so no plan can walk the user's rows: it stays prepared.
-            ((version, memories, lexemes),) = self._rows(
-                user_id,
-                "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
-                "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = ''), "
-                "(SELECT array_agg(array_to_string(tsvector_to_array(to_tsvector('cortadel', u.word)), ' ') ORDER BY u.i) "
-                "FROM unnest(%s::text[]) WITH ORDINALITY u(word, i))",
-                (user_id, user_id, words),
-            )
             opened = self._open()
+            # A search's text and session arms ask the same: read once in its snapshot.
+            asked = (user_id, *words)
+            read = opened.query_lexemes.get(asked) if isinstance(opened, _Snapshot) else None
+            if read is None:
+                # No row of memories is read here, so no plan can walk the user's rows: it stays prepared.
+                (read,) = self._rows(
+                    user_id,
+                    "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
+                    "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = ''), "
+                    "(SELECT array_agg(array_to_string(tsvector_to_array(to_tsvector('cortadel', u.word)), ' ') ORDER BY u.i) "
+                    "FROM unnest(%s::text[]) WITH ORDINALITY u(word, i))",
+                    (user_id, user_id, words),
+                )
+                if isinstance(opened, _Snapshot):
+                    opened.query_lexemes[asked] = read
+            version, memories, lexemes = read
             if opened is not None:  # read here anyway: the vector arm need not (the turn is held in a write)
                 opened.versions[user_id] = version
             # no write yet, or erased (nothing of the user is kept), or rows no write of the backend made
             if version is None:
-                self._lexemes.drop(user_id)
+                held.cache.drop(user_id)
                 return None
-            entry = self._lexemes.current(user_id, int(version))
+            entry = held.cache.current(user_id, int(version))
             if entry is None and (memories or 0) < self._text_in_process_from and self._open_tx() is None:
                 # A search of a user SQL ranks in a few ms, whose rows are not held: loading them
                 # would cost it more. A write looks up each of its facts, and loads them (a batch's
                 # 500 lookups ranked in SQL took 3 ms each at 1,000 memories).
                 return None
-            entry = entry or self._caught_up(
-                self._lexemes, user_id, _LEXEME_ROW, lambda: UserLexemes(-1), self.cache_reads["text"])
+            entry = entry or self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
             if entry is None:
                 return None
             split = [lexeme.split() for lexeme in lexemes]
             several = [at for at, word_lexemes in enumerate(split) if len(word_lexemes) > 1]
-            phrases = self._phrase_matches(user_id, [words[at] for at in several], several, weights) if several else {}
+            phrases = self._phrase_matches(table, user_id, [words[at] for at in several], several, weights) if several else {}
             allowed = None
-            if filters.narrows:
+            if filters is not None and filters.narrows:
                 where, params = self._where(user_id, filters)
                 allowed = [r[0] for r in self._rows(user_id, f"SELECT rowid FROM memories WHERE {where}", params)]
         return entry.best(split, weights, limit, allowed, phrases)
 
     def _phrase_matches(
-        self, user_id: str, words: list[str], at: list[int], weights: list[float]
+        self, table: str, user_id: str, words: list[str], at: list[int], weights: list[float]
     ) -> dict[int, tuple[list[str], list[float]]]:
-        """Per word of several lexemes (its index ``at`` in the query), the memories it matches and
-        f in each, as ranked_sql has them, over the rows holding all its lexemes."""
+        """Per word of several lexemes (its index ``at`` in the query), the rows of ``table`` it
+        matches (by ``_held_text``'s key) and f in each, as ranked_sql has them, over the rows
+        holding all its lexemes."""
         rows = self._rows(
             user_id,
             # f as the float8 ranked_sql computes with (a float4 sent as text reads back as another double)
-            "SELECT w.i, m.id, ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 "
+            f"SELECT w.i, m.{self._held_text[table].key}, "
+            "ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 "
             "FROM unnest(%s::text[], %s::int[]) w(word, i) "
-            "JOIN memories m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, to_tsvector('cortadel', w.word)) "
+            f"JOIN {table} m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, to_tsvector('cortadel', w.word)) "
             "AND m.search @@ to_tsquery('cortadel', w.word) ORDER BY w.i, m.rowid",
             (weights, words, at, user_id, user_id),
             prepare=False,
@@ -998,10 +1047,11 @@ class PostgresStorage(Storage):
         return phrases
 
     def _caught_up(
-        self, cache: VersionedCache[_Cached], user_id: str, columns: str, empty: Callable[[], _Cached], reads: CacheReads
+        self, table: str, cache: VersionedCache[_Cached], user_id: str, columns: str, empty: Callable[[], _Cached],
+        reads: CacheReads,
     ) -> _Cached | None:
-        """The user's entry brought to their version: the cached one by the rows changed since its
-        version (one statement; when rows went away, a second reads the rowids of those left), or,
+        """The user's entry of their rows of ``table`` brought to their version: the cached one by
+        the rows changed since its version (one statement; when rows went away, a second reads the rowids of those left), or,
         when that cannot tell (a row given an embedding in the middle, a vector of another
         dimension, a write between the two statements) or nothing is cached, a new one from all
         their rows. None for a user without a version.
@@ -1017,7 +1067,7 @@ class PostgresStorage(Storage):
         entry = cache.get(user_id)
         if entry is not None:
             since = entry.version
-            version, unchanged, changed = self._changed_since(user_id, columns, since)
+            version, unchanged, changed = self._changed_since(table, user_id, columns, since)
             reads.rows += len(changed)
             if version is None:  # erased
                 cache.drop(user_id)
@@ -1032,12 +1082,12 @@ class PostgresStorage(Storage):
             # fewer rows than the entry's and the new ones: rows went away, which the rowids left tell
             went_away = since < version and unchanged + len(changed) < entry.rows + sum(
                 1 for row in changed if row[0] > entry.last_rowid)
-            present = self._rowids(user_id, version, reads) if went_away else None
+            present = self._rowids(table, user_id, version, reads) if went_away else None
             if since == version or (since < version and (present is not None or not went_away) and cache.catch_up(
                     user_id, entry, since, version, lambda held: held.apply(unchanged, changed, present))):
                 reads.catch_ups += 1
                 return entry
-        version, _, changed = self._changed_since(user_id, columns, -1)
+        version, _, changed = self._changed_since(table, user_id, columns, -1)
         reads.rows += len(changed)
         reads.reloads += 1
         if version is None:  # erased meanwhile
@@ -1049,10 +1099,12 @@ class PostgresStorage(Storage):
         cache.put(user_id, entry)
         return entry
 
-    def _changed_since(self, user_id: str, columns: str, since: int) -> tuple[int | None, int, list[tuple[Any, ...]]]:
-        """The user's version, how many of their rows are unchanged since version ``since``, and
-        ``columns`` of the others (``m.``), in rowid order; in one statement, so in one snapshot.
-        ``since`` -1: every row.
+    def _changed_since(
+        self, table: str, user_id: str, columns: str, since: int
+    ) -> tuple[int | None, int, list[tuple[Any, ...]]]:
+        """The user's version, how many of their rows of ``table`` are unchanged since version
+        ``since``, and ``columns`` of the others (``m.``), in rowid order; in one statement, so in
+        one snapshot. ``since`` -1: every row.
 
         The unchanged rows are the user's rows (``term_stats`` counts them, kept by triggers) less
         the changed ones: one indexed row, where counting them read every heap page of the user
@@ -1061,34 +1113,34 @@ class PostgresStorage(Storage):
             user_id,
             f"SELECT h.version, h.total, {columns} FROM (SELECT "
             "(SELECT version FROM user_versions WHERE user_id = %s) AS version, "
-            "(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = 'memories' AND lexeme = '') AS total) h "
-            "LEFT JOIN memories m ON m.user_id = %s AND m.changed_version > %s ORDER BY m.rowid",
+            f"(SELECT df FROM term_stats WHERE user_id = %s AND doc_table = '{table}' AND lexeme = '') AS total) h "
+            f"LEFT JOIN {table} m ON m.user_id = %s AND m.changed_version > %s ORDER BY m.rowid",
             (user_id, user_id, user_id, since),
         )
         version, total = rows[0][:2]
         changed = [r[2:] for r in rows if r[2] is not None]
         return (None if version is None else int(version)), int(total or 0) - len(changed), changed
 
-    def _rowids(self, user_id: str, version: int, reads: CacheReads) -> np.ndarray | None:
-        """The rowids of all the user's rows, sorted, if the user is still at ``version``: then
+    def _rowids(self, table: str, user_id: str, version: int, reads: CacheReads) -> np.ndarray | None:
+        """The rowids of all the user's rows of ``table``, sorted, if the user is still at ``version``: then
         they are those of the snapshot that read the rows changed up to it (each write moves the
         version), and tell which rows went away. None when a write came in between. Inside a
-        search snapshot read once, for both caches."""
+        search snapshot read once, for every cache of the table."""
         snapshot = self._open_snapshot()
-        if snapshot is not None and user_id in snapshot.rowids:
-            return snapshot.rowids[user_id]
+        if snapshot is not None and (table, user_id) in snapshot.rowids:
+            return snapshot.rowids[table, user_id]
         # packed as 8-byte big-endian integers: a third of the CPU of parsing a bigint[] (10,000 rows: 0.8 ms, not 2)
         now, packed = self._rows(
             user_id,
             "SELECT (SELECT version FROM user_versions WHERE user_id = %s), "
-            "(SELECT string_agg(int8send(rowid), '' ORDER BY rowid) FROM memories WHERE user_id = %s)",
+            f"(SELECT string_agg(int8send(rowid), '' ORDER BY rowid) FROM {table} WHERE user_id = %s)",
             (user_id, user_id),
         )[0]
         present = np.frombuffer(packed or b"", dtype=">i8").astype(np.int64) if now == version else None
         if present is not None:
             reads.rowids += len(present)
         if snapshot is not None:
-            snapshot.rowids[user_id] = present
+            snapshot.rowids[table, user_id] = present
         return present
 
     def _ranked(
@@ -1113,7 +1165,7 @@ class PostgresStorage(Storage):
             self._vectors.drop(user_id)
             return None
         return self._vectors.current(user_id, version) or self._caught_up(
-            self._vectors, user_id, _VECTOR_ROW, UserVectors.empty, self.cache_reads["vectors"])
+            "memories", self._vectors, user_id, _VECTOR_ROW, UserVectors.empty, self.cache_reads["vectors"])
 
     def vector_search(
         self, user_id: str, vector: np.ndarray, filters: MemoryFilters, limit: int
@@ -1592,7 +1644,9 @@ class PostgresStorage(Storage):
 
     def load_sessions(self, user_id: str, documents: Sequence[tuple[str, str]]) -> None:
         with self.write(user_id):
-            self._copy(user_id, "session_docs", ("user_id", "session_id", "text"), [(user_id, sid, text) for sid, text in documents])
+            version = self._version(user_id)
+            self._copy(user_id, "session_docs", ("user_id", "session_id", "text", "changed_version"),
+                       [(user_id, sid, text, version) for sid, text in documents])
 
     def load_jobs(self, user_id: str, jobs: Sequence[StoredJob]) -> None:
         with self.write(user_id):
