@@ -1,6 +1,7 @@
-"""The PostgreSQL full-text arm ranked in process (storage/pg_lexemes.py) gives what ranked_sql gives
-in SQL: the same memories, in the same order, with the same scores bit for bit, before and after
-every kind of write, from this process or from another one on the same database."""
+"""The PostgreSQL full-text and session arms ranked in process (storage/pg_lexemes.py) give what
+ranked_sql gives in SQL: the same memories (sessions), in the same order, with the same scores bit
+for bit, before and after every kind of write, from this process or from another one on the same
+database."""
 
 from __future__ import annotations
 
@@ -203,5 +204,125 @@ def test_a_write_ranks_the_lookups_of_a_user_of_few_memories_in_process(url: str
             url, "u1", "guitar Oslo", CURRENT, ["u1"], 10, CONTEXT_WEIGHT
         )
         assert reads.reloads == 1
+    finally:
+        store.close()
+
+
+# -- the session arm: the documents catch up by those changed since (changed_version) ---------------
+MAX_VERSION = 2**63 - 1
+
+
+def sessions_in_sql(url: str, user: str, query: str, limit: int) -> list[ScoredId]:
+    """What ranked_sql gives over the session documents, run directly."""
+    statement = ranked_statement("session_docs", "session_id", user, query, "d.user_id = %s", [user], limit, [1.0, 0.0, 0.0, 0.0])
+    if statement is None:
+        return []
+    with psycopg.connect(url) as conn:
+        return [ScoredId(found, float(score)) for found, score in conn.execute(*statement).fetchall()]
+
+
+def assert_sessions_same_as_sql(store: PostgresStorage, url: str, user: str) -> int:
+    """Every query's sessions as SQL ranks them; how many hits were compared."""
+    checked = 0
+    for query in QUERIES:
+        for limit in (3, 1000):
+            got = store.session_search(user, query, limit)
+            assert got == sessions_in_sql(url, user, query, limit), (query, limit)
+            checked += len(got)
+    return checked
+
+
+def unstamped(url: str) -> int:
+    """Session documents no write of the backend stamped: every catch-up would read them again."""
+    with psycopg.connect(url) as conn:
+        return int(conn.execute("SELECT count(*) FROM session_docs WHERE changed_version = %s", [MAX_VERSION]).fetchone()[0])  # type: ignore[index]
+
+
+def test_session_ranking_in_process_equals_sql_through_writes(store: PostgresStorage, url: str) -> None:
+    rng = random.Random(3)
+    for i in range(150):
+        for user in ("u1", "u2"):
+            add(store, rng, user, f"m{i}", f"s{i % 6}")
+    reads = store.cache_reads["sessions"]
+    assert assert_sessions_same_as_sql(store, url, "u1") > 50
+    assert (reads.reloads, reads.rows, reads.catch_ups) == (1, 6, 0)  # the six documents, read once
+
+    # appended to (two documents), a new session, a text rewritten (its document rebuilt),
+    # a session emptied (its document deleted): each caught up by the documents it changed
+    add(store, rng, "u1", "m150", "s1", text="Ana sails to Zanzibar for coffee.")
+    add(store, rng, "u1", "m151", "s2", text="Hiro's chess club meets in Tokyo.")
+    assert store.session_search("u1", "Zanzibar", 10) == sessions_in_sql(url, "u1", "Zanzibar", 10)
+    assert store.session_search("u1", "Zanzibar", 10)[0].id == "s1"
+    assert (reads.reloads, reads.rows, reads.catch_ups) == (1, 8, 1)
+    add(store, rng, "u1", "m152", "s-new", text="Grace teaches pottery in Zanzibar.")
+    store.update_memory("u1", "m3", text="Dmitri paints Zanzibar at dawn.")
+    assert assert_sessions_same_as_sql(store, url, "u1") > 50
+    assert (reads.reloads, reads.rows, reads.catch_ups) == (1, 10, 2)  # s-new and s3
+    store.delete_memories("u1", [f"m{i}" for i in range(150) if i % 6 == 5])
+    zanzibar = store.session_search("u1", "Zanzibar", 10)
+    assert zanzibar == sessions_in_sql(url, "u1", "Zanzibar", 10) and {hit.id for hit in zanzibar} == {"s-new", "s3", "s1"}
+    assert "s5" not in {hit.id for hit in store.session_search("u1", "coffee tea chess guitar", 1000)}
+    assert assert_sessions_same_as_sql(store, url, "u1") > 50
+    assert (reads.reloads, reads.catch_ups) == (1, 3)
+    assert reads.rowids > 0  # a document went away: the rowids of those left told which
+    assert assert_sessions_same_as_sql(store, url, "u2") > 50  # the other user's documents, untouched
+    assert unstamped(url) == 0
+
+
+def test_a_session_search_inside_a_write_sees_its_appends_and_a_rollback_leaves_nothing(store: PostgresStorage, url: str) -> None:
+    rng = random.Random(5)
+    for i in range(60):
+        add(store, rng, "u1", f"m{i}", f"s{i % 3}")
+    assert store.session_search("u1", "Zanzibar", 10) == []
+    with pytest.raises(RuntimeError), store.write("u1"):
+        add(store, rng, "u1", "rolled-back", "s1", text="Zanzibar, always Zanzibar.")
+        assert [hit.id for hit in store.session_search("u1", "Zanzibar", 10)] == ["s1"]
+        raise RuntimeError("roll back")
+    assert store.session_search("u1", "Zanzibar", 10) == []
+    with store.write("u1"):
+        add(store, rng, "u1", "kept", "s2", text="Zanzibar in June.")
+        assert [hit.id for hit in store.session_search("u1", "Zanzibar", 10)] == ["s2"]
+        add(store, rng, "u1", "kept-too", "s2", text="Zanzibar again in July.")  # the same document, the same version
+    assert store.session_search("u1", "Zanzibar July", 10) == sessions_in_sql(url, "u1", "Zanzibar July", 10)
+    assert store.session_search("u1", "July", 10)[0].id == "s2"
+    assert assert_sessions_same_as_sql(store, url, "u1") > 20
+
+
+def test_a_session_written_by_another_process_is_seen_at_once(store: PostgresStorage, url: str) -> None:
+    rng = random.Random(7)
+    for i in range(60):
+        add(store, rng, "u1", f"m{i}", f"s{i % 3}")
+    assert assert_sessions_same_as_sql(store, url, "u1") > 20
+    other = PostgresStorage(url, max_connections=1, text_in_process_from=0)
+    try:
+        add(other, rng, "u1", "z1", "s0", text="Ana sails to Zanzibar for coffee.")
+        add(other, rng, "u1", "z2", "s-other", text="Zanzibar's harbour at night.")
+        assert [hit.id for hit in store.session_search("u1", "Zanzibar", 10)] == ["s-other", "s0"]
+        other.delete_memories("u1", [f"m{i}" for i in range(60) if i % 3 == 1])  # s1 emptied: its document goes
+        other.load_sessions("u1", [("s-loaded", "Imported: Caroline's guitar in Zanzibar.")])
+    finally:
+        other.close()
+    zanzibar = store.session_search("u1", "Zanzibar", 10)
+    assert zanzibar == sessions_in_sql(url, "u1", "Zanzibar", 10) and {hit.id for hit in zanzibar} == {"s-loaded", "s-other", "s0"}
+    assert "s1" not in {hit.id for hit in store.session_search("u1", "coffee tea chess guitar yoga", 1000)}
+    assert assert_sessions_same_as_sql(store, url, "u1") > 20
+    assert store.cache_reads["sessions"].reloads == 1
+    assert unstamped(url) == 0
+
+
+def test_a_user_of_few_memories_has_sessions_ranked_in_sql(url: str) -> None:
+    """Below TEXT_IN_PROCESS_FROM memories the session arm is SQL's: nothing is loaded, and a
+    change made behind the backend's back is seen at once."""
+    store = PostgresStorage(url, max_connections=1)
+    try:
+        rng = random.Random(9)
+        for i in range(30):
+            add(store, rng, "u1", f"m{i}", "s1")
+        add(store, rng, "u1", "quiet", "s2", text="Nothing about Zanzibar here.")
+        assert [hit.id for hit in store.session_search("u1", "Zanzibar", 10)] == ["s2"]
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE session_docs SET text = 'islands' WHERE user_id = 'u1' AND session_id = 's2'")
+        assert store.session_search("u1", "Zanzibar", 10) == []
+        assert store.cache_reads["sessions"].reloads == 0
     finally:
         store.close()
