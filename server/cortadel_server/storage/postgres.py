@@ -171,6 +171,12 @@ def tsquery_terms(query: str) -> list[str]:
     return ["'" + t.replace("'", "''").replace("\\", "") + "'" for t in query_terms(query)]
 
 
+#: the full-text tables whose rows keep their lexemes keyed by their user (``user_lexemes``, pg_migrations
+#: 0008, a GIN index), through which a user's rows holding a query word are found; a user's session
+#: documents are found by the user alone (0011)
+KEYED_TABLES = frozenset({"memories"})
+
+
 def ranked_sql(table: str, key: str, where: str) -> str:
     """Full-text matches of ``table`` ranked by the BM25 that SQLite's FTS5 computes, best first,
     equal scores in insertion order (``rowid``) as FTS5 gives them.
@@ -195,8 +201,10 @@ def ranked_sql(table: str, key: str, where: str) -> str:
 
     The rows are found through the user's keyed lexemes (``user_lexemes``, pg_migrations 0008), an
     index that holds the user's key with each lexeme, so a search reads the rows of its user only,
-    however many users share the table; ``search @@`` then keeps the rows that match the query.
+    however many users share the table; ``search @@`` then keeps the rows that match the query. A
+    table without them (``KEYED_TABLES``) is read by ``where``'s user alone.
     """
+    found_by = "d.user_lexemes && query.keys AND " if table in KEYED_TABLES else ""
     return f"""
         WITH totals AS MATERIALIZED (
             SELECT df::float8 AS n, greatest(tokens, 1)::float8 / greatest(df, 1) AS avgdl FROM term_stats
@@ -225,7 +233,7 @@ def ranked_sql(table: str, key: str, where: str) -> str:
                                                     / nullif(ts_rank_cd(bm25.weights, d.search, words.q, 0), 0)))
                          FROM words WHERE d.search @@ words.q), 0) AS score
         FROM {table} d, bm25, query
-        WHERE d.user_lexemes && query.keys AND d.search @@ query.matches AND {where}
+        WHERE {found_by}d.search @@ query.matches AND {where}
         ORDER BY score DESC, d.rowid LIMIT %s"""
 
 
@@ -1028,15 +1036,17 @@ class PostgresStorage(Storage):
         """Per word of several lexemes (its index ``at`` in the query), the rows of ``table`` it
         matches (by ``_held_text``'s key) and f in each, as ranked_sql has them, over the rows
         holding all its lexemes."""
+        keyed = table in KEYED_TABLES
+        found_by = "AND m.user_lexemes @> keyed_lexemes(%s, to_tsvector('cortadel', w.word)) " if keyed else ""
         rows = self._rows(
             user_id,
             # f as the float8 ranked_sql computes with (a float4 sent as text reads back as another double)
             f"SELECT w.i, m.{self._held_text[table].key}, "
             "ts_rank_cd(%s::real[], m.search, to_tsquery('cortadel', w.word), 0)::float8 "
             "FROM unnest(%s::text[], %s::int[]) w(word, i) "
-            f"JOIN {table} m ON m.user_id = %s AND m.user_lexemes @> keyed_lexemes(%s, to_tsvector('cortadel', w.word)) "
+            f"JOIN {table} m ON m.user_id = %s {found_by}"
             "AND m.search @@ to_tsquery('cortadel', w.word) ORDER BY w.i, m.rowid",
-            (weights, words, at, user_id, user_id),
+            (weights, words, at, user_id, *([user_id] if keyed else [])),
             prepare=False,
         )
         phrases: dict[int, tuple[list[str], list[float]]] = {}
