@@ -311,6 +311,12 @@ class UserLexemes:
                 rows, f = rows[scoring], f[scoring]
                 scores[rows] += idf / (1 + (base + per_token * self.tokens[rows]) / f)
             mask = matched & (self.current[: self.n] if keys is None else np.isin(self.rowids[: self.n], keys))
-            found = np.nonzero(mask)[0]
+            found = np.flatnonzero(mask)
+            if len(found) > 4 * limit:
+                # Only rows at or above the limit-th best score can be among the best (every row tied
+                # with it stays): sorting all the matches (most of the user's rows for a sentence)
+                # was most of a lookup.
+                among = scores[found]
+                found = found[among >= np.partition(among, len(among) - limit)[len(among) - limit]]
             order = np.lexsort((self.rowids[found], -scores[found]))[:limit]
             return [ScoredId(self.ids[i], float(scores[i])) for i in found[order]]
