@@ -856,8 +856,11 @@ class PostgresStorage(Storage):
                 "(SELECT 1 FROM memory_entities me WHERE me.user_id = e.user_id AND me.entity_id = e.id)",
                 (user_id,),
             )
-            # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
+            # Session documents and contexts are rebuilt from the members left: deleted text leaves them too,
+            # and this process's copy of the documents' lexemes, now rather than at the next search.
             rebuild_sessions(self, user_id, sessions)
+            if sessions:
+                self._session_lexemes.drop(user_id)
             # a rebuilt session changed its other members' contexts: their lexemes are read again
             self._write_through(user_id, lambda entry: entry.remove(existing),
                                 None if sessions else lambda text: text.remove(existing))
