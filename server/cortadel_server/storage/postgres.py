@@ -145,6 +145,7 @@ class _HeldText(NamedTuple):
     cache: VersionedCache[UserLexemes]
     reads: CacheReads
 
+
 #: advisory lock class of a user's writer turn (the object is the hash of the user id)
 _USER_LOCK = 1
 #: advisory lock class a server process holds while it lives (the object is the hash of its claimer token)
@@ -856,15 +857,16 @@ class PostgresStorage(Storage):
                 "(SELECT 1 FROM memory_entities me WHERE me.user_id = e.user_id AND me.entity_id = e.id)",
                 (user_id,),
             )
-            # Session documents and contexts are rebuilt from the members left: deleted text leaves them too,
-            # and this process's copy of the documents' lexemes, now rather than at the next search.
+            # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
             rebuild_sessions(self, user_id, sessions)
-            if sessions:
-                self._session_lexemes.drop(user_id)
             # a rebuilt session changed its other members' contexts: their lexemes are read again
             self._write_through(user_id, lambda entry: entry.remove(existing),
                                 None if sessions else lambda text: text.remove(existing))
-            return len(existing)
+        if sessions:
+            # And this process's copy of the documents' lexemes, now rather than at the next search;
+            # after the commit, as a search meanwhile may have cached the documents as they were.
+            self._session_lexemes.drop(user_id)
+        return len(existing)
 
     def delete_user(self, user_id: str) -> dict[str, int]:
         tables = (  # children before parents
