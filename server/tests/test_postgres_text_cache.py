@@ -61,13 +61,19 @@ def add(store: PostgresStorage, rng: random.Random, user: str, memory_id: str, s
     store.insert_memory(record, np.ones(4, dtype=np.float32) / 2)
 
 
-def in_sql(url: str, user: str, query: str, filters_sql: str, params: list[object], limit: int, context_weight: float) -> list[ScoredId]:
+def ranked_in_sql(url: str, table: str, key: str, user: str, query: str, where: str, params: list[object], limit: int,
+                  weights: list[float]) -> list[ScoredId]:
     """What ranked_sql gives, run directly."""
-    statement = ranked_statement("memories", "id", user, query, filters_sql, params, limit, [0.0, 0.0, context_weight, 1.0])
+    statement = ranked_statement(table, key, user, query, where, params, limit, weights)
     if statement is None:
         return []
     with psycopg.connect(url) as conn:
         return [ScoredId(found, float(score)) for found, score in conn.execute(*statement).fetchall()]
+
+
+def in_sql(url: str, user: str, query: str, filters_sql: str, params: list[object], limit: int, context_weight: float) -> list[ScoredId]:
+    """The memories ranked_sql gives."""
+    return ranked_in_sql(url, "memories", "id", user, query, filters_sql, params, limit, [0.0, 0.0, context_weight, 1.0])
 
 
 CURRENT = "d.user_id = %s AND d.expired_at IS NULL AND d.invalid_at IS NULL"
@@ -213,12 +219,8 @@ MAX_VERSION = 2**63 - 1
 
 
 def sessions_in_sql(url: str, user: str, query: str, limit: int) -> list[ScoredId]:
-    """What ranked_sql gives over the session documents, run directly."""
-    statement = ranked_statement("session_docs", "session_id", user, query, "d.user_id = %s", [user], limit, [1.0, 0.0, 0.0, 0.0])
-    if statement is None:
-        return []
-    with psycopg.connect(url) as conn:
-        return [ScoredId(found, float(score)) for found, score in conn.execute(*statement).fetchall()]
+    """The session documents ranked_sql gives (one unlabelled column)."""
+    return ranked_in_sql(url, "session_docs", "session_id", user, query, "d.user_id = %s", [user], limit, [1.0, 0.0, 0.0, 0.0])
 
 
 def assert_sessions_same_as_sql(store: PostgresStorage, url: str, user: str) -> int:

@@ -1066,10 +1066,10 @@ class PostgresStorage(Storage):
         reads: CacheReads,
     ) -> _Cached | None:
         """The user's entry of their rows of ``table`` brought to their version: the cached one by
-        the rows changed since its version (one statement; when rows went away, a second reads the rowids of those left), or,
-        when that cannot tell (a row given an embedding in the middle, a vector of another
-        dimension, a write between the two statements) or nothing is cached, a new one from all
-        their rows. None for a user without a version.
+        the rows changed since its version (one statement; when rows went away, a second reads the
+        rowids of those left), or, when that cannot tell (a row given an embedding in the middle, a
+        vector of another dimension, a write between the two statements) or nothing is cached, a
+        new one from all their rows. None for a user without a version.
 
         Inside a write that changed the user the view holds rows that may never commit: the entry
         is cached all the same (as a write-through leaves it), the rest of the write amends it, and
@@ -1137,10 +1137,10 @@ class PostgresStorage(Storage):
         return (None if version is None else int(version)), int(total or 0) - len(changed), changed
 
     def _rowids(self, table: str, user_id: str, version: int, reads: CacheReads) -> np.ndarray | None:
-        """The rowids of all the user's rows of ``table``, sorted, if the user is still at ``version``: then
-        they are those of the snapshot that read the rows changed up to it (each write moves the
-        version), and tell which rows went away. None when a write came in between. Inside a
-        search snapshot read once, for every cache of the table."""
+        """The rowids of all the user's rows of ``table``, sorted, if the user is still at
+        ``version``: then they are those of the snapshot that read the rows changed up to it (each
+        write moves the version), and tell which rows went away. None when a write came in between.
+        Inside a search snapshot read once, for every cache of the table."""
         snapshot = self._open_snapshot()
         if snapshot is not None and (table, user_id) in snapshot.rowids:
             return snapshot.rowids[table, user_id]
