@@ -10,6 +10,7 @@ import gc
 import itertools
 import random
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -517,10 +518,13 @@ def test_a_load_that_read_before_a_write_and_finishes_after_it_leaves_the_entry_
     assert [s.id for s in store.session_search("alice", "Zanzibar", 3)] == ["alice-s100"]
 
 
-def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_next_search(store: SqliteStorage) -> None:
+def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_before_the_deletion_returns(
+    store: SqliteStorage,
+) -> None:
     """A deletion rebuilds its session's document: the write leaves the session index behind, and
     a load that read before the write and finishes after it is not held in its place (it is no
-    later). The next search catches the entry up: the member gone, the document's new terms."""
+    later). The loader catches the entry up before the deletion returns: the member gone, the
+    document's new terms, and searches rank as FTS5 does."""
     loaded = store._session_index("alice")
     gone, *kept = loaded.members["alice-s0"]
     before = loaded.version
@@ -536,18 +540,28 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_by_the_
     thread = threading.Thread(target=load_late)
     thread.start()
     assert read_first.wait(5)
-    with _loader_held(store):  # the loader's own catch-up (next test) waits
-        store.delete_memories("alice", [gone])
-        assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
-        written.set()
-        thread.join(5)
-        assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
-        for query in QUERIES:  # the first search catches the entry up in place; all rank as FTS5 does
-            ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
-            assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
-            assert store._sessions.current("alice", store.user_version("alice")) is loaded
-        assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
-        assert store.cache_reads["sessions"].catch_ups == 1
+    version = store.user_version("alice")
+    free = threading.Event()
+    store._term_loader.submit(free.wait, 5)  # the loader busy: the deletion's catch-up waits behind
+    deleting = threading.Thread(target=store.delete_memories, args=("alice", [gone]))
+    deleting.start()
+    deadline = time.monotonic() + 5
+    while store.user_version("alice") == version:  # committed
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert deleting.is_alive()  # acknowledged only once the catch-up ran
+    assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
+    written.set()
+    thread.join(5)
+    assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
+    free.set()
+    deleting.join(5)
+    assert store._sessions.current("alice", store.user_version("alice")) is loaded  # caught up in place
+    assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
+    assert store.cache_reads["sessions"].catch_ups == 1
+    for query in QUERIES:
+        ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
+        assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
 
 
 def test_the_loader_catches_up_what_a_deletion_or_an_edit_of_this_process_left_behind(store: SqliteStorage) -> None:

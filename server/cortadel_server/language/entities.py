@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from cortadel_server.text_caches import holds_text
+
 __all__ = [
     "AliasIndex",
     "EntityKind",
@@ -152,6 +154,7 @@ def _evidence(name: str) -> frozenset[str]:
     return frozenset(tags)
 
 
+@holds_text
 @functools.lru_cache(maxsize=65_536)
 def _alias_evidence(alias: str) -> frozenset[str]:
     """``_evidence`` of a stored alias and of how it may be written: a short one in capitals

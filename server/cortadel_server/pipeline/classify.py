@@ -16,6 +16,7 @@ from datetime import datetime
 
 from cortadel_server.language.timeexpr import TimeSpan, find_time
 from cortadel_server.storage.base import MemoryType
+from cortadel_server.text_caches import holds_text
 
 __all__ = ["DEFAULT_CATEGORIES", "GIST_LIMIT", "Taxonomy", "gist", "memory_type"]
 
@@ -152,6 +153,7 @@ def memory_type(text: str, said_at: datetime | None = None) -> MemoryType:
     return MemoryType.SEMANTIC
 
 
+@holds_text
 @functools.lru_cache(maxsize=1024)
 def first_time(text: str, said_at: datetime) -> TimeSpan | None:
     """`find_time`, remembered: a candidate's valid time and its memory type ask the same question."""

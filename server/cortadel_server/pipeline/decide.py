@@ -36,6 +36,7 @@ from cortadel_server.language.entities import mentions_entity
 from cortadel_server.language.timeexpr import find_times
 from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, Neighbour
 from cortadel_server.pipeline.rewrite import expand_contractions
+from cortadel_server.text_caches import holds_text
 
 __all__ = ["FactShape", "decide", "normalize", "shape", "slot_query"]
 
@@ -162,6 +163,7 @@ def _folded(expanded: str) -> str:
     return " ".join(text.split())
 
 
+@holds_text
 @functools.lru_cache(maxsize=16384)
 def _stem(word: str) -> str:
     word = IRREGULAR.get(word, word).removesuffix("'s")
@@ -179,6 +181,7 @@ def _stems(text: str) -> frozenset[str]:
 _EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
+@holds_text
 @functools.lru_cache(maxsize=8192)
 def shape(text: str) -> FactShape:
     """The comparison shape of one fact text (cached: neighbours come back again and again)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from cortadel_server.language.entities import AliasIndex, EntityMention, find_entities
 from cortadel_server.pipeline.classify import Taxonomy
 from cortadel_server.storage.base import Job, MemoryRecord, Storage
+from cortadel_server.text_caches import holds_text
 
 __all__ = ["ENRICH", "MAX_ATTEMPTS", "Enricher"]
 
@@ -51,6 +52,11 @@ class Enricher:
         self._unsettled: dict[int, Job] = {}
         #: the user of the last claim and their alias index (``_aliases``)
         self._held: tuple[str, AliasIndex] | None = None
+        holds_text(self.forget_held)
+
+    def forget_held(self) -> None:
+        """Drop the held alias index (text was deleted: its names may be among them)."""
+        self._held = None
 
     def start(self) -> None:
         """Requeue jobs that processes now gone left claimed, then work in a daemon thread."""

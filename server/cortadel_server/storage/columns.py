@@ -20,6 +20,7 @@ UPDATABLE_COLUMNS = frozenset(MEMORY_COLUMNS) - {"id", "user_id", "created_at"}
 # Keys of the meta table (one value each, shared by every user).
 VECTOR_DIM = "vector_dim"  # the vector index's dimension,
 VECTOR_MODEL = "vector_model"  # and the model label its vectors come from
+ERASURES = "erasures"  # deletions of text committed so far: a process whose caches hold text compares
 VERSION_FLOOR = "user_version_floor"  # the highest version a since erased user reached
 REINDEX_MODEL = "reindex_model"  # an unfinished reindex: the model label it embeds with,
 REINDEX_DIM = "reindex_dim"  # that model's dimension,

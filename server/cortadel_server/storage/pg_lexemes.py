@@ -182,14 +182,29 @@ class UserLexemes:
             self._compact()
 
     def _drop(self, held: Sequence[int]) -> None:
-        """Make holes of the rows at these indexes."""
+        """Make holes of the rows at these indexes; a lexeme only holes hold goes (a deleted text's
+        words are not kept)."""
         for i in held:
             del self.index[self.ids[i]]
+            self.ids[i] = ""
             self.total_tokens -= int(self.tokens[i])
             self.tokens[i] = 0
             self.rowids[i] = -1
             self.current[i] = False
         self.rows -= len(held)
+        if held:
+            self._forget_lexemes_of_holes()
+
+    def _forget_lexemes_of_holes(self) -> None:
+        """Take out the lexemes no live row holds. Only a lexeme of at most as many rows as there
+        are holes can be one, and most lexemes of a user are in a row or two: at 10,000 memories
+        this looks at every key's length and at the rows of the short ones (a few ms)."""
+        holes = self.n - self.rows
+        dead = (self.rowids[: self.n] < 0).tobytes()  # one byte a slot, read in Python
+        gone = [lexeme for lexeme, (rows, _) in self._postings.items() if len(rows) <= holes and all(dead[r] for r in rows)]
+        for lexeme in gone:
+            del self._postings[lexeme]
+            self._arrays.pop(lexeme, None)
 
     def apply(self, unchanged: int, changed: Sequence[Row], present: np.ndarray | None = None) -> bool:
         """Bring the entry to a later version from the user's rows changed since its own (in rowid

@@ -62,6 +62,7 @@ from cortadel_server.storage.base import (
     UserSummary,
 )
 from cortadel_server.storage.columns import (
+    ERASURES,
     JSON_COLUMNS,
     MEMORY_COLUMNS,
     REINDEX_DIM,
@@ -91,6 +92,7 @@ from cortadel_server.storage.search_terms import CONTEXT_WEIGHT, query_terms
 from cortadel_server.storage.sessions import SEPARATOR, context_for, rebuild_sessions
 from cortadel_server.storage.term_index import IDF_FLOOR, K1, B
 from cortadel_server.storage.vector_cache import (
+    WATCHED_USERS,
     CacheReads,
     UserVectors,
     VectorCache,
@@ -98,6 +100,7 @@ from cortadel_server.storage.vector_cache import (
     VersionedCache,
     screened_searches,
 )
+from cortadel_server.text_caches import forget_texts
 
 _CURRENT = "expired_at IS NULL AND invalid_at IS NULL"
 #: a memory row as ``UserVectors.apply`` takes it: its embedding as big-endian float4s (vector_send
@@ -412,6 +415,9 @@ class PostgresStorage(Storage):
             name="cortadel",
             open=True,
         )
+        #: the store's ``ERASURES`` count this process's caches of text were last emptied at
+        #: (``_forget_if_erased``): none of them holds text yet
+        self._erasures_seen = int(self._meta(ERASURES) or 0)
 
     # -- connections -----------------------------------------------------------------------------
     def _hold_liveness_lock(self, conn: psycopg.Connection[Any]) -> None:
@@ -859,6 +865,7 @@ class PostgresStorage(Storage):
             )
             # Session documents and contexts are rebuilt from the members left: deleted text leaves them too.
             rebuild_sessions(self, user_id, sessions)
+            self._count_erasure()
             # a rebuilt session changed its other members' contexts: their lexemes are read again
             self._write_through(user_id, lambda entry: entry.remove(existing),
                                 None if sessions else lambda text: text.remove(existing))
@@ -866,7 +873,49 @@ class PostgresStorage(Storage):
             # And this process's copy of the documents' lexemes, now rather than at the next search;
             # after the commit, as a search meanwhile may have cached the documents as they were.
             self._session_lexemes.drop(user_id)
+            # The memories' lexemes were left behind (their contexts changed): caught up now, by
+            # the changed rows, so the deleted rows' lexemes leave before the deletion is acknowledged.
+            held = self._held_text["memories"]
+            if held.cache.get(user_id) is not None:
+                self._caught_up("memories", held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
+        self._forget_if_erased()
         return len(existing)
+
+    def _count_erasure(self) -> None:
+        """Inside a write that deletes text: count it (``ERASURES``), so every process serving the
+        store empties its caches of text once it commits (``_forget_if_erased``)."""
+        self._rows(
+            None,
+            "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT(key) DO UPDATE SET value = (meta.value::bigint + 1)::text",
+            (ERASURES,),
+        )
+
+    def _forget_if_erased(self) -> None:
+        """Empty the process's caches of text (``forget_texts``) when a deletion committed since they
+        were last emptied, by this process or another: after this process's deletions, and at each
+        claim of the job worker (about a second apart when idle). One read of the count."""
+        erasures = int(self._meta(ERASURES) or 0)
+        if erasures != self._erasures_seen:
+            self._erasures_seen = erasures
+            forget_texts()
+            self._catch_up_held_text()
+
+    def _catch_up_held_text(self) -> None:
+        """The full-text entries of the ``WATCHED_USERS`` users used last that a write of another
+        process left behind, caught up now, by the changed rows (a deletion's rows leave them with
+        their lexemes); an erased user's go."""
+        for table, held in self._held_text.items():
+            recent = held.cache.recent(WATCHED_USERS)
+            if not recent:
+                continue
+            versions = dict(self._rows(
+                None, "SELECT user_id, version FROM user_versions WHERE user_id = ANY(%s::text[])", (list(recent),),
+            ))
+            for user_id, version in recent.items():
+                if user_id not in versions:
+                    held.cache.drop(user_id)
+                elif version < versions[user_id]:
+                    self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
 
     def delete_user(self, user_id: str) -> dict[str, int]:
         tables = (  # children before parents
@@ -880,12 +929,14 @@ class PostgresStorage(Storage):
                 floor = int(self._meta(VERSION_FLOOR) or 0)
                 self._set_meta(VERSION_FLOOR, str(max(floor, int(version[0][0]))))
             counts = {table: self._count(user_id, f"DELETE FROM {table} WHERE user_id = %s", (user_id,)) for table in tables}
+            self._count_erasure()
             tx = self._open_tx()
             assert tx is not None
             tx.versions[user_id] = None  # erased: no version
         self._vectors.drop(user_id)
         self._lexemes.drop(user_id)
         self._session_lexemes.drop(user_id)
+        self._forget_if_erased()
         return counts
 
     # -- session documents and turn context ------------------------------------------------------
@@ -1312,6 +1363,7 @@ class PostgresStorage(Storage):
 
     def claim_jobs(self, now: float, limit: int) -> list[Job]:
         self._stay_alive()  # or a job this process claims would look orphaned at once
+        self._forget_if_erased()  # another process's deletion: this one's caches of text go too
         # SKIP LOCKED: replicas claiming at once each take different jobs, none waits. A job
         # whose claimer died is taken over, never lost.
         claimed = "RETURNING id, kind, user_id, memory_id, payload, attempts, run_after"

@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
@@ -58,6 +58,7 @@ from cortadel_server.storage.base import (
     UserSummary,
 )
 from cortadel_server.storage.columns import (
+    ERASURES,
     JSON_COLUMNS,
     MEMORY_COLUMNS,
     REINDEX_DIM,
@@ -88,6 +89,7 @@ from cortadel_server.storage.sqlite_claims import BACKGROUND_DUTY, claimer_for
 from cortadel_server.storage.sqlite_terms import UserTerms, indexed, register
 from cortadel_server.storage.term_index import TermIndex, Totals
 from cortadel_server.storage.vector_cache import (
+    WATCHED_USERS,
     CacheReads,
     Change,
     ChangedRow,
@@ -97,6 +99,7 @@ from cortadel_server.storage.vector_cache import (
     VersionedCache,
     screened_searches,
 )
+from cortadel_server.text_caches import forget_texts
 
 log = logging.getLogger("cortadel.storage")
 
@@ -478,8 +481,6 @@ SEARCH_COUNTS_HELD = 100_000
 VERSIONS_HELD = 10_000
 #: how often worker processes sharing a file look for each other's commits (``_watch``)
 WATCH_SECONDS = 0.1
-#: users a watcher keeps caught up: the ones whose cached entries were used last
-WATCHED_USERS = 256
 #: WAL pages past which a commit has the WAL copied back into the database (SQLite's own mark
 #: for its automatic checkpoint), by the loader thread (``SqliteStorage._wal_grew``)
 CHECKPOINT_PAGES = 1000
@@ -557,6 +558,9 @@ class SqliteStorage(Storage):
             # WAL is a property of the file; switch it on outside any transaction.
             self._writer.execute("PRAGMA journal_mode=WAL")
             migrate(self._writer)
+            #: the store's ``ERASURES`` count this process's caches of text were last emptied at
+            #: (``_forget_if_erased``): none of them holds text yet
+            self._erasures_seen = int(self._meta(ERASURES) or 0)
         #: this storage's name on the jobs it claims, and how it tells live claimers from gone ones
         self._claimer = claimer_for(self.path)
         #: set by ``close``: the watcher stops
@@ -681,6 +685,7 @@ class SqliteStorage(Storage):
             self._deferred = {}
             try:
                 self._exec("BEGIN IMMEDIATE")
+                self._forget_if_erased()
                 self._changes_at_begin = self._writer.total_changes()
                 try:
                     yield
@@ -696,16 +701,23 @@ class SqliteStorage(Storage):
                 self._exec("COMMIT")
                 if self._purged:
                     self._checkpoint()
-                self._catch_up_soon(self._bumped)
+                    self._forget_if_erased()
+                catching_up = self._catch_up_soon(self._bumped)
+                purged = self._purged
             finally:
                 self._write_owner = None
+        if purged:
+            # A deletion is acknowledged once this process's caches hold none of its text either
+            # (the catch-ups drop the deleted rows' terms); the next write need not wait for that.
+            wait(catching_up, timeout=self._query_timeout)
 
-    def _catch_up_soon(self, bumped: Mapping[str, int]) -> None:
+    def _catch_up_soon(self, bumped: Mapping[str, int]) -> list[Future[Any]]:
         """Entries behind the user versions ``bumped`` (this process's committed write left them
         behind: a deletion or an edit, changes no write-through replays; or another process wrote,
         ``_watch``) are caught up by the loader thread now, by the rows changed since, so the next
         search finds them current instead of catching them up itself (9 ms against 2 for the first
-        search after a deletion at 10,000 memories)."""
+        search after a deletion at 10,000 memories). Returns the catch-ups asked for."""
+        asked = []
         for user_id, version in bumped.items():
             for cache, catch_up in (
                 (self._vectors, self._user_vectors), (self._terms, partial(self._term_index, whole=False)),
@@ -713,7 +725,8 @@ class SqliteStorage(Storage):
             ):
                 held = cache.version_of(user_id)
                 if held is not None and held < version:
-                    self._term_loader.submit(catch_up, user_id)
+                    asked.append(self._term_loader.submit(catch_up, user_id))
+        return asked
 
     def _watch(self, every: float) -> None:
         """Every ``every`` seconds, when another connection committed since (``PRAGMA
@@ -728,6 +741,7 @@ class SqliteStorage(Storage):
                 if changed == seen:
                     continue
                 seen = changed
+                self._forget_if_erased()
                 held: dict[str, int] = {}
                 for cache in (self._vectors, self._terms, self._sessions):
                     for user_id, version in cache.recent(WATCHED_USERS).items():
@@ -751,7 +765,19 @@ class SqliteStorage(Storage):
         # for 8.8 MB of session text), next to nothing when no append happened since the last one.
         self._exec("INSERT INTO session_docs_fts(session_docs_fts) VALUES ('optimize')")
         self._exec("PRAGMA incremental_vacuum")
+        self._exec(
+            "INSERT INTO meta(key, value) VALUES (?, 1) ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (ERASURES,),
+        )
         self._purged = True
+
+    def _forget_if_erased(self) -> None:
+        """Empty the process's caches of text (``forget_texts``) when a deletion committed since they
+        were last emptied, by this process or another serving the same file. One read of the count."""
+        erasures = int(self._meta(ERASURES) or 0)
+        if erasures != self._erasures_seen:
+            self._erasures_seen = erasures
+            forget_texts()
 
     def _checkpoint(self) -> None:
         """Copy the WAL into the database and truncate it: the old page images in the WAL still
@@ -867,6 +893,7 @@ class SqliteStorage(Storage):
             # The first read of the transaction: the data version of its snapshot.
             data_version = self._rows("PRAGMA data_version")[0][0]
             if data_version != conn.cached_at:
+                self._forget_if_erased()
                 conn.versions.clear()
                 conn.totals.clear()
                 conn.cached_at = data_version
@@ -1118,7 +1145,8 @@ class SqliteStorage(Storage):
             for table, sql in steps:
                 erased[table] = len(self._rows(sql + " RETURNING 1", {"user": user_id}))
             self._purge()
-        self._vectors.drop(user_id)
+        for cache in (self._vectors, self._terms, self._sessions):  # nothing of the user stays in process
+            cache.drop(user_id)
         return erased
 
     # -- session documents and turn context ------------------------------------------------------

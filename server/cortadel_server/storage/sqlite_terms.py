@@ -17,6 +17,7 @@ from typing import Any, cast
 import apsw
 
 from cortadel_server.storage.search_terms import query_terms
+from cortadel_server.text_caches import holds_text
 
 #: the tokenizer the terms are cut and stemmed by
 STEMMER = ("porter", ["unicode61"])
@@ -35,6 +36,10 @@ class UserTerms:
     def __init__(self, conn: apsw.Connection) -> None:
         self._stem = conn.fts5_tokenizer(*STEMMER)
         self._word_stems: dict[str, tuple[str, ...]] = {}
+        holds_text(self.forget_words)  # the words of deleted texts leave with them
+
+    def forget_words(self) -> None:
+        self._word_stems = {}
 
     def stems(self, text: str, *, query: bool = False) -> list[str]:
         flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT

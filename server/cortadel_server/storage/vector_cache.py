@@ -492,6 +492,9 @@ Change = Callable[[Entry], "bool | None"]
 
 #: locks a cache's catch-ups are spread over: one user's catch-up rarely waits for another's
 CATCH_UP_STRIPES = 16
+#: users whose entries are caught up when another process may have left them behind (SQLite's
+#: watcher; a deletion, on PostgreSQL): the ones whose cached entries were used last
+WATCHED_USERS = 256
 
 
 class VersionedCache(Generic[Entry]):
