@@ -870,14 +870,13 @@ class PostgresStorage(Storage):
             self._write_through(user_id, lambda entry: entry.remove(existing),
                                 None if sessions else lambda text: text.remove(existing))
         if sessions:
-            # And this process's copy of the documents' lexemes, now rather than at the next search;
-            # after the commit, as a search meanwhile may have cached the documents as they were.
-            self._session_lexemes.drop(user_id)
-            # The memories' lexemes were left behind (their contexts changed): caught up now, by
-            # the changed rows, so the deleted rows' lexemes leave before the deletion is acknowledged.
-            held = self._held_text["memories"]
-            if held.cache.get(user_id) is not None:
-                self._caught_up("memories", held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
+            # The documents' lexemes and the memories' (their contexts changed) were left behind:
+            # caught up now, by the changed rows, so the deleted text's lexemes leave this process
+            # before the deletion is acknowledged. After the commit: a search meanwhile may have
+            # cached the documents as they were.
+            for table, held in self._held_text.items():
+                if held.cache.get(user_id) is not None:
+                    self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
         self._forget_if_erased()
         return len(existing)
 
