@@ -10,7 +10,6 @@ import gc
 import itertools
 import random
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -522,9 +521,9 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_before_
     store: SqliteStorage,
 ) -> None:
     """A deletion rebuilds its session's document: the write leaves the session index behind, and
-    a load that read before the write and finishes after it is not held in its place (it is no
-    later). The loader catches the entry up before the deletion returns: the member gone, the
-    document's new terms, and searches rank as FTS5 does."""
+    the deleting thread catches it up in place before the deletion returns (not the loader, which
+    may be busy): the member gone, the document's new terms. A load that read before the write and
+    finishes after it is not held in its place (it is no later). Searches rank as FTS5 does."""
     loaded = store._session_index("alice")
     gone, *kept = loaded.members["alice-s0"]
     before = loaded.version
@@ -540,25 +539,14 @@ def test_a_load_that_read_before_a_deletion_is_held_behind_and_caught_up_before_
     thread = threading.Thread(target=load_late)
     thread.start()
     assert read_first.wait(5)
-    version = store.user_version("alice")
-    free = threading.Event()
-    store._term_loader.submit(free.wait, 5)  # the loader busy: the deletion's catch-up waits behind
-    deleting = threading.Thread(target=store.delete_memories, args=("alice", [gone]))
-    deleting.start()
-    deadline = time.monotonic() + 5
-    while store.user_version("alice") == version:  # committed
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    assert deleting.is_alive()  # acknowledged only once the catch-up ran
-    assert store._sessions.get("alice") is loaded and loaded.version == before  # behind, not dropped
-    written.set()
-    thread.join(5)
-    assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
-    free.set()
-    deleting.join(5)
-    assert store._sessions.current("alice", store.user_version("alice")) is loaded  # caught up in place
-    assert gone not in loaded.session_of and loaded.members["alice-s0"] == kept
-    assert store.cache_reads["sessions"].catch_ups == 1
+    with _loader_held(store):  # busy throughout: what catches the entry up is the deleting thread
+        store.delete_memories("alice", [gone])
+        assert store._sessions.current("alice", store.user_version("alice")) is loaded  # caught up in place
+        assert loaded.version > before and gone not in loaded.session_of and loaded.members["alice-s0"] == kept
+        assert store.cache_reads["sessions"].catch_ups == 1
+        written.set()
+        thread.join(5)
+        assert [entry.version for entry in late] == [before] and store._sessions.get("alice") is loaded
     for query in QUERIES:
         ranked = [(hit.id, hit.score) for hit in store.session_search("alice", query, 200)]
         assert ranked == [(hit.id, hit.score) for hit in store._fts5_session_search("alice", query, 200)], query
