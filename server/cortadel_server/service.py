@@ -194,7 +194,7 @@ class MemoryService:
             at=at,
             budget=budget,
         )
-        self.metrics.count_writes(o.event for o in outcome.extra.get("results", [outcome]))
+        self._wrote(user_id, outcome.extra.get("results", [outcome]))
         return outcome
 
     def add_conversation(
@@ -221,7 +221,7 @@ class MemoryService:
             transcript_path=transcript_path,
             budget=budget,
         )
-        self.metrics.count_writes(o.event for o in outcomes)
+        self._wrote(user_id, outcomes)
         return outcomes
 
     def add_batch(
@@ -229,15 +229,26 @@ class MemoryService:
     ) -> list[list[WriteOutcome]]:
         """Many texts and conversations of one user in one transaction; per input, its outcomes."""
         outcomes = self.writer.add_batch(user_id, inputs, budget)
-        self.metrics.count_writes(o.event for per_input in outcomes for o in per_input)
+        self._wrote(user_id, [o for per_input in outcomes for o in per_input])
         return outcomes
 
+    def _wrote(self, user_id: str, outcomes: Sequence[WriteOutcome]) -> None:
+        """Count a write's events; the facts a "forget X" deleted leave the communities' words."""
+        self.metrics.count_writes(o.event for o in outcomes)
+        deleted = [o.id for o in outcomes if o.event == Event.DELETE_ENTITY.value and o.id is not None]
+        if deleted:
+            self.communities.forget(user_id, deleted)
+
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
-        return self.storage.delete_memories(user_id, ids)
+        count = self.storage.delete_memories(user_id, ids)
+        if count:
+            self.communities.forget(user_id, ids)  # their words may quote what went
+        return count
 
     def delete_user(self, user_id: str) -> dict[str, int]:
         """Erase everything of one user; the rows erased per table (the receipt)."""
         erased = self.storage.delete_user(user_id)
+        self.communities.forget(user_id)
         log.info("erased a user: %s", ", ".join(f"{table}={count}" for table, count in erased.items()))
         return erased
 

@@ -20,7 +20,7 @@ import hashlib
 import logging
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -110,6 +110,16 @@ class Communities:
         with self._lock:
             self._by_user[user_id] = (version, communities)
         return communities
+
+    def forget(self, user_id: str, memory_ids: Collection[str] | None = None) -> None:
+        """The user's memories ``memory_ids`` (all of them: None) were deleted: the communities
+        written from any of them go, words and all (deletion really deletes); the others keep
+        their words for the next build, which the user's new version asks for anyway."""
+        with self._lock:
+            kept = self._by_user.pop(user_id, None)
+            if kept is not None and memory_ids is not None:
+                gone = set(memory_ids)
+                self._by_user[user_id] = (-1, [c for c in kept[1] if gone.isdisjoint(c.memory_ids)])
 
     def _build(self, user_id: str, written: dict[str, tuple[str, str, str]]) -> list[Community]:
         links = self.storage.entity_links(user_id)
