@@ -186,12 +186,13 @@ def test_erasing_a_user_leaves_no_copy_of_their_text_in_the_process(service: Mem
     )
 
 
-def test_another_process_deletion_empties_this_ones_caches(backend: str, tmp_path: Path, url: str | None) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_another_process_deletion_empties_this_ones_caches(backend: str, tmp_path: Path, url: str | None, workers: int) -> None:
     """A server process deletes what this one wrote and searched: this one's caches let go of it
-    by its next search or watch (SQLite's workers), or its job worker's next claim (PostgreSQL).
-    Its communities, built before, keep their words until its next build of them (only the
-    process that deletes knows which)."""
-    here = open_service(backend, tmp_path, url, workers=2)
+    by its job worker's next claim (about a second apart), its next search or write, or (SQLite,
+    worker processes that watch each other) its watch. Its communities, built before, keep their
+    words until its next build of them (only the process that deletes knows which)."""
+    here = open_service(backend, tmp_path, url, workers=workers)
     try:
         ids = remember(here, "dana", NAME)
         assert reachable(stem(NAME))
@@ -204,7 +205,7 @@ def test_another_process_deletion_empties_this_ones_caches(backend: str, tmp_pat
             assert (response.status_code, response.json()) == (200, {"message": "Deleted 4 memories"})
         finally:
             other.stop()
-        # No search here meanwhile: the watcher (SQLite) or the job worker's claims (PostgreSQL) notice.
+        # No search or write here meanwhile: the job worker's claims (or the watcher) notice.
         deadline = time.monotonic() + 5
         while left := [path for path in reachable(stem(NAME)) if "Community" not in path]:
             assert time.monotonic() < deadline, left
@@ -217,3 +218,4 @@ def test_another_process_deletion_empties_this_ones_caches(backend: str, tmp_pat
     finally:
         here.close()
         SERVICES.clear()
+

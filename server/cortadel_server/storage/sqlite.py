@@ -701,12 +701,12 @@ class SqliteStorage(Storage):
                 self._exec("COMMIT")
                 if self._purged:
                     self._checkpoint()
-                    self._forget_if_erased()
                 moved, purged = self._bumped, self._purged
             finally:
                 self._write_owner = None
         if purged:
             self._catch_up_now(moved)
+            self._forget_if_erased()
         else:
             self._catch_up_soon(moved)
 
@@ -757,20 +757,28 @@ class SqliteStorage(Storage):
                 if changed == seen:
                     continue
                 seen = changed
-                self._forget_if_erased()
-                held: dict[str, int] = {}
-                for cache in (self._vectors, self._terms, self._sessions):
-                    for user_id, version in cache.recent(WATCHED_USERS).items():
-                        held[user_id] = min(version, held.get(user_id, version))
-                if not held:
-                    continue
-                versions = self._rows(
-                    "SELECT user_id, version FROM user_versions WHERE user_id IN (SELECT value FROM json_each(?))",
-                    (json.dumps(list(held)),),
-                )
-                self._catch_up_soon({user_id: version for user_id, version in versions if held[user_id] < version})
+                if not self._forget_if_erased():
+                    self._catch_up_recent()
             except Exception:  # the watcher outlives a database hiccup: the next turn asks again
                 log.warning("watch: reading what other processes changed failed", exc_info=True)
+
+    def _catch_up_recent(self) -> None:
+        """The cached entries of the ``WATCHED_USERS`` users used last that another process's write
+        left behind, caught up by the loader thread (``_catch_up_soon``); an erased user's dropped."""
+        held: dict[str, int] = {}
+        for cache in (self._vectors, self._terms, self._sessions):
+            for user_id, version in cache.recent(WATCHED_USERS).items():
+                held[user_id] = min(version, held.get(user_id, version))
+        if not held:
+            return
+        versions = dict(self._rows(
+            "SELECT user_id, version FROM user_versions WHERE user_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(held)),),
+        ))
+        for erased in held.keys() - versions.keys():
+            for cache in (self._vectors, self._terms, self._sessions):
+                cache.drop(erased)
+        self._catch_up_soon({user_id: version for user_id, version in versions.items() if held[user_id] < version})
 
     def _purge(self) -> None:
         """Called inside a write that deleted text: drop the terms of session documents' old
@@ -787,13 +795,18 @@ class SqliteStorage(Storage):
         )
         self._purged = True
 
-    def _forget_if_erased(self) -> None:
-        """Empty the process's caches of text (``forget_texts``) when a deletion committed since they
-        were last emptied, by this process or another serving the same file. One read of the count."""
+    def _forget_if_erased(self) -> bool:
+        """When a deletion committed since the process's caches of text were last emptied, by this
+        process or another serving the same file: empty them (``forget_texts``), and catch up the
+        entries of the users used last (``_catch_up_recent``), which another process's deletion
+        left holding its rows. One read of the count; whether a deletion was found."""
         erasures = int(self._meta(ERASURES) or 0)
-        if erasures != self._erasures_seen:
-            self._erasures_seen = erasures
-            forget_texts()
+        if erasures == self._erasures_seen:
+            return False
+        self._erasures_seen = erasures
+        forget_texts()
+        self._catch_up_recent()
+        return True
 
     def _checkpoint(self) -> None:
         """Copy the WAL into the database and truncate it: the old page images in the WAL still
