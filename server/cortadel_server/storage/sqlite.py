@@ -762,9 +762,11 @@ class SqliteStorage(Storage):
             except Exception:  # the watcher outlives a database hiccup: the next turn asks again
                 log.warning("watch: reading what other processes changed failed", exc_info=True)
 
-    def _catch_up_recent(self) -> None:
+    def _catch_up_recent(self, *, erased: bool = False) -> None:
         """The cached entries of the ``WATCHED_USERS`` users used last that another process's write
-        left behind, caught up by the loader thread (``_catch_up_soon``); an erased user's dropped."""
+        left behind, caught up by the loader thread (``_catch_up_soon``). After a deletion
+        (``erased``), those of a user without a version (erased) are dropped; not otherwise, as a
+        write of this process may hold a new user's entries before its version commits."""
         held: dict[str, int] = {}
         for cache in (self._vectors, self._terms, self._sessions):
             for user_id, version in cache.recent(WATCHED_USERS).items():
@@ -775,9 +777,9 @@ class SqliteStorage(Storage):
             "SELECT user_id, version FROM user_versions WHERE user_id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(held)),),
         ))
-        for erased in held.keys() - versions.keys():
+        for user_id in held.keys() - versions.keys() if erased else ():
             for cache in (self._vectors, self._terms, self._sessions):
-                cache.drop(erased)
+                cache.drop(user_id)
         self._catch_up_soon({user_id: version for user_id, version in versions.items() if held[user_id] < version})
 
     def _purge(self) -> None:
@@ -805,7 +807,7 @@ class SqliteStorage(Storage):
             return False
         self._erasures_seen = erasures
         forget_texts()
-        self._catch_up_recent()
+        self._catch_up_recent(erased=True)
         return True
 
     def _checkpoint(self) -> None:
