@@ -876,7 +876,7 @@ class PostgresStorage(Storage):
             # cached the documents as they were.
             for table, held in self._held_text.items():
                 if held.cache.get(user_id) is not None:
-                    self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
+                    self._text_caught_up(table, user_id)
         self._forget_if_erased()
         return len(existing)
 
@@ -902,19 +902,25 @@ class PostgresStorage(Storage):
     def _catch_up_held_text(self) -> None:
         """The full-text entries of the ``WATCHED_USERS`` users used last that a write of another
         process left behind, caught up now, by the changed rows (a deletion's rows leave them with
-        their lexemes); an erased user's go."""
-        for table, held in self._held_text.items():
-            recent = held.cache.recent(WATCHED_USERS)
-            if not recent:
-                continue
-            versions = dict(self._rows(
-                None, "SELECT user_id, version FROM user_versions WHERE user_id = ANY(%s::text[])", (list(recent),),
-            ))
-            for user_id, version in recent.items():
+        their lexemes); an erased user's go. One read of the users' versions for both tables."""
+        recent = {table: held.cache.recent(WATCHED_USERS) for table, held in self._held_text.items()}
+        users = {user_id for cached in recent.values() for user_id in cached}
+        if not users:
+            return
+        versions = dict(self._rows(
+            None, "SELECT user_id, version FROM user_versions WHERE user_id = ANY(%s::text[])", (list(users),),
+        ))
+        for table, cached in recent.items():
+            for user_id, version in cached.items():
                 if user_id not in versions:
-                    held.cache.drop(user_id)
+                    self._held_text[table].cache.drop(user_id)
                 elif version < versions[user_id]:
-                    self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
+                    self._text_caught_up(table, user_id)
+
+    def _text_caught_up(self, table: str, user_id: str) -> UserLexemes | None:
+        """``_caught_up`` for the user's full-text rows of ``table`` (``_held_text``)."""
+        held = self._held_text[table]
+        return self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
 
     def delete_user(self, user_id: str) -> dict[str, int]:
         tables = (  # children before parents
@@ -1073,7 +1079,7 @@ class PostgresStorage(Storage):
                 # would cost it more. A write looks up each of its facts, and loads them (a batch's
                 # 500 lookups ranked in SQL took 3 ms each at 1,000 memories).
                 return None
-            entry = entry or self._caught_up(table, held.cache, user_id, held.columns, lambda: UserLexemes(-1), held.reads)
+            entry = entry or self._text_caught_up(table, user_id)
             if entry is None:
                 return None
             split = [lexeme.split() for lexeme in lexemes]
