@@ -282,3 +282,25 @@ def test_a_repeat_matches_only_facts_still_current_at_its_turn(api: httpx.Client
         again = api.get(f"/api/v1/memories/{answer[2]['id']}", params={"user_id": who}).json()
         assert (again["is_current"], again["superseded_by"]) == (False, answer[5]["id"]), who
         assert listing(api, who) == ["Alice keeps her bike in the blue shed.", "Bob fixes bikes on Sundays.", "User lives in Paris."]
+
+
+#: facts nearer to "User moved to Lisbon." for the embedder than "User lives in Berlin." is (cosine 0.66-0.87 against 0.33)
+LISBON = ["I love Lisbon.", "I visited Lisbon in 2019.", "I bought a map of Lisbon.", "I learned Portuguese in Lisbon.",
+          "I hiked near Lisbon.", "I photographed Lisbon at night.", "I flew to Lisbon for a wedding.", "I ate custard tarts in Lisbon."]
+
+
+def test_a_batch_decides_on_what_other_writes_stored_since_the_users_last_batch(api: httpx.Client, user: str) -> None:
+    """A batch keeps its user's current facts' shapes for their next batch (decide.needs_full_text):
+    a single add and a retraction in between (as many current facts as before, none deleted) are
+    not in them, so the next batch makes them again, and finds the fact only the full-text lookup
+    finds (Berlin is not among the 8 nearest by the embedder)."""
+    first = batch(api, user, memories=[{"text": t} for t in [*LISBON, "I like coffee."]])["memories"]
+    assert [m["event"] for m in first] == ["ADD"] * 9
+    berlin = api.post("/api/v1/memories", json={"user_id": user, "text": "I live in Berlin."}).json()
+    assert (berlin["event"], berlin["content"]) == ("ADD", "User lives in Berlin.")
+    retracted = api.post("/api/v1/memories", json={"user_id": user, "text": "It is not true that I like coffee."}).json()
+    assert (retracted["event"], retracted["id"]) == ("INVALIDATE", first[8]["id"])
+    second = batch(api, user, memories=[{"text": "I moved to Lisbon."}, {"text": "I read novels."}])["memories"]
+    assert [(m["event"], m["content"]) for m in second] == [("SUPERSEDE", "User moved to Lisbon."), ("ADD", "User reads novels.")]
+    old = api.get(f"/api/v1/memories/{berlin['id']}", params={"user_id": user}).json()
+    assert (old["is_current"], old["superseded_by"]) == (False, second[0]["id"])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,7 +39,7 @@ from cortadel_server.pipeline.model import Candidate, Decision, Event, Intent, N
 from cortadel_server.pipeline.rewrite import expand_contractions
 from cortadel_server.text_caches import holds_text
 
-__all__ = ["FactShape", "decide", "normalize", "shape", "slot_query"]
+__all__ = ["CurrentShapes", "FactShape", "decide", "needs_full_text", "normalize", "shape", "slot_query"]
 
 DUPLICATE_SIMILARITY = 0.8
 # Embedding similarity (cosine) above which two statements that agree on everything that tells
@@ -257,10 +258,11 @@ def slot_query(text: str) -> str | None:
     return f"{fact.subject} {words}" if words else None  # likes and attributes: the fact's own words
 
 
-def _similarity(a: FactShape, b: FactShape) -> float:
-    if not a.stems or not b.stems:
+def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
+    """How alike two facts' stems are (Jaccard)."""
+    if not a or not b:
         return 0.0
-    return len(a.stems & b.stems) / len(a.stems | b.stems)
+    return len(a & b) / len(a | b)
 
 
 def decide(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
@@ -285,6 +287,105 @@ def decide(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
     return _remember(candidate, ordered)
 
 
+def needs_full_text(candidate: Candidate, current: CurrentShapes) -> bool:
+    """Whether `candidate`'s full-text neighbours can change what decide() gives it, given the
+    shapes of all the user's current facts (`current`).
+
+    They cannot for a statement (no target) that no current fact bears on (`CurrentShapes.bears_on`):
+    then only `_paraphrase` and the doubt look at a neighbour, by its score, and a full-text hit
+    the vector arm did not also find scores 0. decide() on the vector arm's neighbours alone (and
+    the current fact of the candidate's fingerprint, scored 1, either way) gives the same event,
+    targets, reason and doubt. A batch decides most of its new facts so. Only `ambiguous` may
+    differ: a judge reads it, and with a judge every fact is decided on all its neighbours."""
+    return candidate.intent is not Intent.REMEMBER or bool(candidate.target) or current.bears_on(shape(candidate.text))
+
+
+class CurrentShapes:
+    """The shapes of a user's current facts, keyed by what `_remember`'s rules compare.
+
+        current = CurrentShapes()
+        current.add("m1", "User lives in Berlin.")
+        current.bears_on(shape("User lives in Paris."))   # True: the same subject's residence
+        current.remove("m1")
+
+    `bears_on` over-approximates those rules: False only when no fact held can be the same fact as
+    the new one (the same slot, stems alike by DUPLICATE_SIMILARITY, which the same normal form
+    is) or be replaced by it (the same slot, the same verb said changed, the speaker's same sentence
+    with other values; a negation always counts). Likeness by the embedder is not here."""
+
+    def __init__(self) -> None:
+        #: per fact: its subject, its stems and the hashes of its keys. Keys and postings are held
+        #: by hash, for room (with the whole shape a fact took 6 KB): a collision only sends a new
+        #: fact to its lookups.
+        self._facts: dict[str, tuple[str, frozenset[str], tuple[int, ...]]] = {}
+        self._keys: Counter[int] = Counter()
+        #: per hash of (subject, stem): the facts of that subject whose stems hold it
+        self._postings: dict[int, set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+    def add(self, memory_id: str, text: str) -> None:
+        if memory_id in self._facts:
+            return
+        fact = shape(text)
+        keys = tuple(hash(key) for key in _keys(fact))
+        self._facts[memory_id] = (fact.subject, fact.stems, keys)
+        self._keys.update(keys)
+        for stem in fact.stems:
+            self._postings.setdefault(hash((fact.subject, stem)), set()).add(memory_id)
+
+    def remove(self, memory_id: str) -> None:
+        held = self._facts.pop(memory_id, None)
+        if held is None:
+            return
+        subject, stems, keys = held
+        for key in keys:
+            left = self._keys[key] - 1
+            if left:
+                self._keys[key] = left
+            else:
+                del self._keys[key]
+        for stem in stems:
+            posting = hash((subject, stem))
+            ids = self._postings[posting]
+            ids.discard(memory_id)
+            if not ids:
+                del self._postings[posting]
+
+    def bears_on(self, new: FactShape) -> bool:
+        if new.negative or not new.stems:
+            return True  # "stopped", "negated": left to the rules
+        if any(hash(key) in self._keys for key in _keys(new, wanted=True)):
+            return True
+        # A fact alike by its stems holds one of any `_probes` of the new stems: the rarest are probed.
+        postings = sorted((self._postings.get(hash((new.subject, stem)), set()) for stem in new.stems), key=len)
+        probed: set[str] = set().union(*postings[: _probes(len(new.stems))])
+        return any(_similarity(new.stems, self._facts[i][1]) >= DUPLICATE_SIMILARITY for i in probed)
+
+
+@functools.lru_cache(maxsize=64)
+def _probes(stems: int) -> int:
+    """Of how many of a new fact's `stems` a fact whose `_similarity` to it reaches
+    DUPLICATE_SIMILARITY holds at least one: it shares at least the least k with k / stems at the
+    bar (its ratio has a denominator of at least `stems`, so it is no higher), and misses the rest."""
+    shared = next(k for k in range(stems + 1) if k / stems >= DUPLICATE_SIMILARITY)
+    return stems - shared + 1
+
+
+def _keys(fact: FactShape, *, wanted: bool = False) -> list[tuple[object, ...]]:
+    """The keys `CurrentShapes` holds `fact` under; with `wanted`, those a new fact of this shape
+    asks for (a changed verb and the speaker's values count only when the new fact has them)."""
+    keys: list[tuple[object, ...]] = []  # the same normal form is the same stems: found below
+    if fact.slot is not None:
+        keys.append(("slot", fact.subject, fact.slot))
+    if fact.verb and (fact.changed or not wanted):
+        keys.append(("verb", fact.subject, fact.verb))
+    if not wanted or (fact.subject in SPEAKERS and fact.values):
+        keys.append(("valueless", fact.subject, fact.stems - fact.values))
+    return keys
+
+
 def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision:
     new = shape(candidate.text)
     olds = [(n, shape(n.text)) for n in neighbours]
@@ -301,7 +402,7 @@ def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision
     for n, old in olds:
         agree = new.negative == old.negative and new.values == old.values and new.subject == old.subject
         same_slot = new.slot is not None and new.slot == old.slot
-        if agree and (new.slot_value == old.slot_value if same_slot else _similarity(new, old) >= DUPLICATE_SIMILARITY):
+        if agree and (new.slot_value == old.slot_value if same_slot else _similarity(new.stems, old.stems) >= DUPLICATE_SIMILARITY):
             return Decision(event, (n.id,), "same fact")
     for n, old in olds:
         if _paraphrase(new, old, n.score):
@@ -311,7 +412,7 @@ def _remember(candidate: Candidate, neighbours: Sequence[Neighbour]) -> Decision
         if reason:
             return Decision(Event.SUPERSEDE, (n.id,), reason)
         if new.negative == old.negative:
-            best_ambiguous = max(best_ambiguous, _similarity(new, old))
+            best_ambiguous = max(best_ambiguous, _similarity(new.stems, old.stems))
     close = [n for n in neighbours if UNCERTAIN_SIMILARITY <= n.score < 1.0]
     if candidate.target:
         uncertain = f"said to replace {candidate.target!r}, which no current fact names"
