@@ -105,7 +105,7 @@ def reachable(marker: str) -> list[str]:
 def holders(marker: str) -> set[str]:
     """The caches ``reachable`` finds holding ``marker``, by name (of the few this module asserts)."""
     return {name for path in reachable(marker)
-            for name in ("shape", "_alias_evidence", "AliasIndex", "VersionedCache", "Community") if name in path}
+            for name in ("shape", "_alias_evidence", "AliasIndex", "VersionedCache", "Community", "KeptShapes") if name in path}
 
 
 def open_service(backend: str, tmp_path: Path, url: str | None, *, workers: int = 1) -> MemoryService:
@@ -161,8 +161,9 @@ def remember(service: MemoryService, user: str, reversed_name: str) -> list[str]
 def test_a_deletion_leaves_no_copy_of_its_text_in_the_process(service: MemoryService) -> None:
     ids = remember(service, "alice", NAME)
     assert len(ids) == 4  # the statement, the raw text, the batch's, the conversation's
-    # Held before (else the check below proves nothing): the shapes, the names, the user's indexes.
-    assert holders(stem(NAME)) == {"shape", "_alias_evidence", "AliasIndex", "VersionedCache", "Community"}
+    # Held before (else the check below proves nothing): the shapes, the names, the user's indexes,
+    # the batch's stems of the current facts kept for the next batch.
+    assert holders(stem(NAME)) == {"shape", "_alias_evidence", "AliasIndex", "VersionedCache", "Community", "KeptShapes"}
 
     assert service.delete("alice", ids) == 4
     assert reachable(stem(NAME)) == []  # at once: acknowledged means gone
