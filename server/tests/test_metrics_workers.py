@@ -148,7 +148,8 @@ def test_the_system_page_of_either_worker_lists_the_errors_of_both(tmp_path: Pat
                 "/api/v1/memories/search", json={"user_id": "ann", "query": "anything"},
                 headers={"x-request-id": f"search-{n}"}).status_code)
             assert refused == [503] * 10 and searched_on == set(pids)
-            pages, shown_by = on_their_own_connections(server, 8, lambda client, _: client.get("/ui/system").text)
+            # 20 connections: with 8, both workers served some in almost every run, but not in all
+            pages, shown_by = on_their_own_connections(server, 20, lambda client, _: client.get("/ui/system").text)
             assert shown_by == set(pids)
             with httpx.Client(base_url=server.base_url, timeout=30) as client:
                 samples = scrape(client)
@@ -158,7 +159,7 @@ def test_the_system_page_of_either_worker_lists_the_errors_of_both(tmp_path: Pat
         shown = re.findall(r"Memories_Search 503 (search-\d+)", visible(page))
         assert sorted(shown) == sorted(f"search-{n}" for n in range(10))
     # each search's embedder call, and each page's health check
-    assert series(samples, "cortadel_provider_errors_total", "provider") == {"embedder": 18, "reranker": 0, "llm": 0}
+    assert series(samples, "cortadel_provider_errors_total", "provider") == {"embedder": 30, "reranker": 0, "llm": 0}
     assert request_counts(samples)[("Memories_Search", "503")] == 10
 
 
