@@ -292,8 +292,8 @@ LISBON = ["I love Lisbon.", "I visited Lisbon in 2019.", "I bought a map of Lisb
 def test_a_batch_decides_on_what_other_writes_stored_since_the_users_last_batch(api: httpx.Client, user: str) -> None:
     """A batch keeps its user's current facts' shapes for their next batch (decide.needs_full_text):
     a single add and a retraction in between (as many current facts as before, none deleted) are
-    not in them, so the next batch makes them again, and finds the fact only the full-text lookup
-    finds (Berlin is not among the 8 nearest by the embedder)."""
+    not in them, so the next batch brings them up to date, and finds the fact only the full-text
+    lookup finds (Berlin is not among the 8 nearest by the embedder)."""
     first = batch(api, user, memories=[{"text": t} for t in [*LISBON, "I like coffee."]])["memories"]
     assert [m["event"] for m in first] == ["ADD"] * 9
     berlin = api.post("/api/v1/memories", json={"user_id": user, "text": "I live in Berlin."}).json()

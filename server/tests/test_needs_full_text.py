@@ -105,3 +105,9 @@ def test_what_is_left_to_the_full_text_lookups() -> None:
     current.remove("berlin")
     assert not needs_full_text(statement("User moved to Lisbon."), current)
     assert len(current) == 1
+    # A fact held again with another text (an edit) is held with that text only.
+    current.add("tea", "User lives in Oslo.")
+    assert (current.holds("tea", "User lives in Oslo."), current.holds("tea", "User likes tea.")) == (True, False)
+    assert needs_full_text(statement("User moved to Lisbon."), current)
+    assert not needs_full_text(statement("User likes tea."), current)
+    assert current.ids() == ["tea"]

@@ -306,6 +306,7 @@ class CurrentShapes:
         current = CurrentShapes()
         current.add("m1", "User lives in Berlin.")
         current.bears_on(shape("User lives in Paris."))   # True: the same subject's residence
+        current.holds("m1", "User lives in Berlin.")      # True
         current.remove("m1")
 
     `bears_on` over-approximates those rules: False only when no fact held can be the same fact as
@@ -314,10 +315,10 @@ class CurrentShapes:
     with other values; a negation always counts). Likeness by the embedder is not here."""
 
     def __init__(self) -> None:
-        #: per fact: its subject, its stems and the hashes of its keys. Keys and postings are held
-        #: by hash, for room (with the whole shape a fact took 6 KB): a collision only sends a new
-        #: fact to its lookups.
-        self._facts: dict[str, tuple[str, frozenset[str], tuple[int, ...]]] = {}
+        #: per fact: its text, subject, stems and the hashes of its keys. Keys and postings are
+        #: held by hash, for room (with the whole shape a fact took 6 KB): a collision only sends a
+        #: new fact to its lookups.
+        self._facts: dict[str, tuple[str, str, frozenset[str], tuple[int, ...]]] = {}
         self._keys: Counter[int] = Counter()
         #: per hash of (subject, stem): the facts of that subject whose stems hold it
         self._postings: dict[int, set[str]] = {}
@@ -325,12 +326,22 @@ class CurrentShapes:
     def __len__(self) -> int:
         return len(self._facts)
 
+    def ids(self) -> list[str]:
+        return list(self._facts)
+
+    def holds(self, memory_id: str, text: str) -> bool:
+        """Whether the fact is held with this text."""
+        held = self._facts.get(memory_id)
+        return held is not None and held[0] == text
+
     def add(self, memory_id: str, text: str) -> None:
-        if memory_id in self._facts:
+        """Hold the fact (in place of what it held for that id with another text)."""
+        if self.holds(memory_id, text):
             return
+        self.remove(memory_id)
         fact = shape(text)
         keys = tuple(hash(key) for key in _keys(fact))
-        self._facts[memory_id] = (fact.subject, fact.stems, keys)
+        self._facts[memory_id] = (text, fact.subject, fact.stems, keys)
         self._keys.update(keys)
         for stem in fact.stems:
             self._postings.setdefault(hash((fact.subject, stem)), set()).add(memory_id)
@@ -339,7 +350,7 @@ class CurrentShapes:
         held = self._facts.pop(memory_id, None)
         if held is None:
             return
-        subject, stems, keys = held
+        _, subject, stems, keys = held
         for key in keys:
             left = self._keys[key] - 1
             if left:
@@ -361,7 +372,7 @@ class CurrentShapes:
         # A fact alike by its stems holds one of any `_probes` of the new stems: the rarest are probed.
         postings = sorted((self._postings.get(hash((new.subject, stem)), set()) for stem in new.stems), key=len)
         probed: set[str] = set().union(*postings[: _probes(len(new.stems))])
-        return any(_similarity(new.stems, self._facts[i][1]) >= DUPLICATE_SIMILARITY for i in probed)
+        return any(_similarity(new.stems, self._facts[i][2]) >= DUPLICATE_SIMILARITY for i in probed)
 
 
 @functools.lru_cache(maxsize=64)

@@ -19,7 +19,8 @@ only: another writer may change the store between two.
 When ``expect`` read every current fact, the transaction knows them all: ``current_shapes`` indexes
 their comparison shapes, kept current by ``wrote`` and ``ended``, so a fact none of them bears on is
 decided without its full-text lookups (``decide.needs_full_text``). ``KeptShapes`` keeps them for the user's next
-batch, which takes them on when nothing changed the user in between.
+batch, which brings them up to date with the current facts it reads (other writes may have
+changed a few), instead of making them all again.
 """
 
 from __future__ import annotations
@@ -39,26 +40,25 @@ KEPT_USERS = 2
 
 
 class KeptShapes:
-    """The current facts' shapes of the users the last batches wrote, each with the user version
-    they hold at: remade at every batch, a user's 5,000 shapes cost a batch of 500 about a tenth
-    of its time. Holds texts, so ``forget_texts`` empties it."""
+    """The current facts' shapes of the users the last batches wrote: remade at every batch, a
+    user's 5,000 shapes cost a batch of 500 about a tenth of its time. Holds texts, so
+    ``forget_texts`` empties it."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, tuple[int, CurrentShapes]] = OrderedDict()
+        self._kept: OrderedDict[str, CurrentShapes] = OrderedDict()
         self._lock = threading.Lock()
         holds_text(self.clear)
 
-    def take(self, user_id: str, version: int) -> CurrentShapes | None:
-        """The user's shapes if kept at ``version`` (the caller holds the user's writer turn); the
-        batch that takes them changes them, so they leave until kept again."""
+    def take(self, user_id: str) -> CurrentShapes | None:
+        """The user's shapes as their last batch left them (the batch that takes them changes
+        them, so they leave until kept again)."""
         with self._lock:
-            kept = self._kept.pop(user_id, None)
-        return kept[1] if kept is not None and kept[0] == version else None
+            return self._kept.pop(user_id, None)
 
-    def keep(self, user_id: str, version: int, shapes: CurrentShapes) -> None:
-        """``shapes`` are the user's current facts' at ``version`` (committed)."""
+    def keep(self, user_id: str, shapes: CurrentShapes) -> None:
+        """``shapes`` are the user's current facts' as a committed batch left them."""
         with self._lock:
-            self._kept[user_id] = (version, shapes)
+            self._kept[user_id] = shapes
             self._kept.move_to_end(user_id)
             while len(self._kept) > KEPT_USERS:
                 self._kept.popitem(last=False)
@@ -84,16 +84,18 @@ class FactTexts:
         #: their shapes, once asked for; None when too many were not cached to make them
         self._shapes: CurrentShapes | None = None
         self._shapes_tried = False
-        #: how many shapes not cached ``current_shapes`` may make (``expect`` sets it)
+        #: how many shapes not cached ``current_shapes`` may make, and the shapes it starts from
+        #: (``expect`` sets both)
         self._shapes_made_up_to = 0
+        self._kept_shapes: CurrentShapes | None = None
 
     def expect(
         self, fingerprints: Iterable[str], *, texts_up_to: int, shapes_made_up_to: int = 0, shapes: CurrentShapes | None = None
     ) -> None:
         """Read the current facts of ``fingerprints`` at once, before the lookups that ask for them,
         and the texts of all the user's current facts when there are at most ``texts_up_to``
-        (``current_shapes`` then makes at most ``shapes_made_up_to`` shapes not cached, or takes
-        ``shapes``, the current facts' shapes kept from the user's last batch)."""
+        (``current_shapes`` then makes at most ``shapes_made_up_to`` shapes not cached, starting
+        from ``shapes``, those the user's last batch kept, when given)."""
         wanted = [f for f in dict.fromkeys(fingerprints) if f not in self._same]
         if wanted:
             found = self.storage.first_by_fingerprints(self.user_id, wanted)
@@ -104,21 +106,27 @@ class FactTexts:
             self._texts.update(everything)
             self._complete = True
             self._shapes_made_up_to = shapes_made_up_to
-            if shapes is not None and len(shapes) == len(everything):
-                self._shapes, self._shapes_tried = shapes, True
+            self._kept_shapes = shapes
 
     def current_shapes(self) -> CurrentShapes | None:
-        """The shapes of every current fact, when the transaction knows them all and making them
-        takes at most the shapes not cached ``expect`` allowed (``decide.shape``: about 150 µs
-        each); made at the first call, then kept current."""
+        """The shapes of every current fact, when the transaction knows them all and making those
+        not held yet takes at most the shapes not cached ``expect`` allowed (``decide.shape``:
+        about 150 µs each); made at the first call, then kept current."""
         if self._complete and not self._shapes_tried:
             self._shapes_tried = True
-            current = CurrentShapes()
+            current = self._kept_shapes or CurrentShapes()
+            self._kept_shapes = None
+            # What another write ended, deleted or changed since the kept shapes were made goes,
+            # what it wrote comes: they hold the current facts exactly.
+            for memory_id in current.ids():
+                if memory_id not in self._texts:
+                    current.remove(memory_id)
             misses = shape.cache_info().misses
-            for at, (memory_id, text) in enumerate(self._texts.items()):
-                if at % 64 == 0 and shape.cache_info().misses - misses > self._shapes_made_up_to:
-                    return None
-                current.add(memory_id, text)
+            for memory_id, text in self._texts.items():
+                if not current.holds(memory_id, text):
+                    if shape.cache_info().misses - misses > self._shapes_made_up_to:
+                        return None
+                    current.add(memory_id, text)
             self._shapes = current
         return self._shapes
 

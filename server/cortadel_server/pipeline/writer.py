@@ -418,9 +418,8 @@ class Writer:
             try:
                 with self.storage.write(user_id):
                     known = self._store(pending, vectors, budget, alone=False)
-                    version = self.storage.user_version(user_id)
                 if known is not None and known.made_shapes is not None:
-                    self.kept_shapes.keep(user_id, version, known.made_shapes)
+                    self.kept_shapes.keep(user_id, known.made_shapes)
             except CortadelError as exc:
                 # The batch rolled back whole: store each fact alone, so only the failing one is lost.
                 log.warning("a batch of %d facts failed (%s); storing each fact in its own transaction", len(candidates), exc)
@@ -447,7 +446,7 @@ class Writer:
             known.expect(
                 (c.fingerprint for _, c in todo if c.intent is not Intent.FORGET_ENTITY),
                 texts_up_to=TEXTS_READ_PER_FACT * len(todo), shapes_made_up_to=SHAPES_MADE_PER_FACT * len(todo),
-                shapes=self.kept_shapes.take(known.user_id, self.storage.user_version(known.user_id)),
+                shapes=self.kept_shapes.take(known.user_id),
             )
             # Every lookup's vector arm screened against the stored rows at once (exact hits all the same).
             batch_search = self.storage.vector_searches(
