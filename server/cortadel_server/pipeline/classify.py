@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from cortadel_server.language.caseless import Caseless
 from cortadel_server.language.timeexpr import TimeSpan, find_time
 from cortadel_server.storage.base import MemoryType
 from cortadel_server.text_caches import holds_text
@@ -120,15 +121,13 @@ def _own_stems(name: str) -> tuple[str, ...]:
     return tuple(w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words) or (name,)
 
 
-_PROCEDURAL = re.compile(
+_PROCEDURAL = Caseless(
     r"\b(?:always|never|only|whenever|every time|before|after|make sure|prefers to|wants to always|"
-    r"wants to never|rule|workflow|process|steps?|how to|instead of|by default)\b",
-    re.IGNORECASE,
+    r"wants to never|rule|workflow|process|steps?|how to|instead of|by default)\b"
 )
-_ACTION_VERB = re.compile(
+_ACTION_VERB = Caseless(
     r"\b(?:ship|deploy|release|use|run|commit|push|merge|review|test|write|format|answer|reply|"
-    r"respond|call|name|indent|build|install|back up|book|pay|format|send|check|lint|document)(?:s|es|ed|ing)?\b",
-    re.IGNORECASE,
+    r"respond|call|name|indent|build|install|back up|book|pay|format|send|check|lint|document)(?:s|es|ed|ing)?\b"
 )
 _PAST_EVENT = re.compile(
     r"\b(?:went|visited|met|moved|bought|sold|started|finished|graduated|married|got|had|did|saw|"
@@ -141,7 +140,7 @@ _PAST_EVENT = re.compile(
 def memory_type(text: str, said_at: datetime | None = None) -> MemoryType:
     """Procedural for rules and routines of doing things, episodic for dated or past events,
     semantic for everything else (stable facts and preferences)."""
-    if _PROCEDURAL.search(text) and _ACTION_VERB.search(text):
+    if _PROCEDURAL.found_in(text) and _ACTION_VERB.found_in(text):
         return MemoryType.PROCEDURAL
     if said_at is not None:
         span = first_time(text, said_at)

@@ -30,7 +30,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from cortadel_server.language.entities import mentions_entity
@@ -141,10 +141,30 @@ class FactShape:
     slot_value: frozenset[str]
     verb: str = ""  # the stem of the main verb after the subject ("drive"), "" for a copula
     changed: bool = False  # says the old state is over: "now", "these days", "switched to", "instead"
-    people: frozenset[str] = frozenset()  # whom besides the speaker it is about: "sister" in "User's sister …"
-    anchors: frozenset[str] = frozenset()  # names and numbers, lower case: what two paraphrases must share
-    words: frozenset[str] = frozenset()  # every word, lower case
     additive: bool = False  # "also", "too", "as well": says it is another fact
+    text: str = field(default="", compare=False, repr=False)  # as written: what the properties below read
+
+    # Read only by a few rules, for the few neighbours that reach them (a paraphrase, a target, a
+    # stop): made on first use, they were a fifth of making a shape, which a batch does per fact.
+    @functools.cached_property
+    def people(self) -> frozenset[str]:
+        """Whom besides the speaker it is about: "sister" in "User's sister …"."""
+        owned = (_SPELLINGS.get(p.lower(), p.lower()) for p in _OWNED.findall(self._expanded))
+        return frozenset(p for p in owned if p in PEOPLE)
+
+    @functools.cached_property
+    def anchors(self) -> frozenset[str]:
+        """Names and numbers, lower case: what two paraphrases must share."""
+        return frozenset(a.lower().rstrip(".:") for a in _ANCHOR.findall(self._expanded) if a not in ("User", "Assistant", "I"))
+
+    @functools.cached_property
+    def words(self) -> frozenset[str]:
+        """Every word, lower case."""
+        return frozenset(re.findall(r"[\w'.:-]+", self.normal)) | frozenset(w.rstrip(".:") for w in self.normal.split())
+
+    @functools.cached_property
+    def _expanded(self) -> str:
+        return expand_contractions(self.text).strip()
 
 
 _PUNCTUATION = re.compile(r"[^\w\s'$€%.:-]|(?<!\d)[.:]|[.:](?!\d)|'(?!s\b)")
@@ -203,13 +223,8 @@ def shape(text: str) -> FactShape:
     lowered = text.lower()
     additive = bool(_ADDITIVE.search(lowered))
     changed = bool(_CHANGE.search(lowered)) and not additive
-    expanded = expanded.strip()
-    owned = (_SPELLINGS.get(p.lower(), p.lower()) for p in _OWNED.findall(expanded))
-    people = frozenset(p for p in owned if p in PEOPLE)
-    anchors = frozenset(a.lower().rstrip(".:") for a in _ANCHOR.findall(expanded) if a not in ("User", "Assistant", "I"))
-    words = frozenset(re.findall(r"[\w'.:-]+", normal)) | frozenset(w.rstrip(".:") for w in normal.split())
     return FactShape(normal, stems, negative != dislike, values, subject, slot, slot_value, _main_verb(plain), changed,
-                     people, anchors, words, additive)
+                     additive, text)
 
 
 def _main_verb(plain: str) -> str:

@@ -28,11 +28,11 @@ session a client named.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from cortadel_server.language.caseless import Caseless
 from cortadel_server.language.speakers import without_speaker
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord, Storage
 
@@ -52,19 +52,17 @@ THREAD_KEYS = (
 #: how far into a text a greeting is looked for
 _HEAD = 200
 #: phrases that open a conversation wherever they stand in its first words
-_OPENING = re.compile(
+_OPENING = Caseless(
     r"\b(?:since (?:we|i) (?:last )?(?:spoke|talked|chatted|met|caught up|saw each other)"
     r"|since our last (?:chat|talk|conversation)|long time no (?:see|talk|chat|speak)"
     r"|(?:good|great|nice) to (?:see|hear from|talk to|chat with|catch up with) you"
-    r"|how have you been|it'?s been (?:a while|ages|too long)|been a while)\b",
-    re.IGNORECASE,
+    r"|how have you been|it'?s been (?:a while|ages|too long)|been a while)\b"
 )
 #: a greeting as the first word
-_GREETING = re.compile(r"^(?:hey|hi|hello|hiya|heya|howdy|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
-_FAREWELL = re.compile(
+_GREETING = Caseless(r"^(?:hey|hi|hello|hiya|heya|howdy|good (?:morning|afternoon|evening))\b")
+_FAREWELL = Caseless(
     r"\b(?:bye|goodbye|talk (?:to you )?(?:soon|later)|chat (?:soon|later)|(?<!to )see (?:you|ya)\b"
-    r"|catch you later|take care|good ?night|gotta go|have a (?:good|great|nice) (?:one|day|night|evening))\b",
-    re.IGNORECASE,
+    r"|catch you later|take care|good ?night|gotta go|have a (?:good|great|nice) (?:one|day|night|evening))\b"
 )
 
 
@@ -157,7 +155,7 @@ def _words(text: str) -> str:
 
 def is_greeting(text: str) -> bool:
     words = _words(text)
-    return bool(_OPENING.search(words) or _GREETING.search(words))
+    return _OPENING.found_in(words) or _GREETING.found_in(words)
 
 
 def opens(text: str, *, after: str) -> bool:
@@ -167,4 +165,4 @@ def opens(text: str, *, after: str) -> bool:
 
 def closes(text: str, *, before: str) -> bool:
     """Whether ``text`` ended a conversation: a farewell not followed by another farewell."""
-    return bool(_FAREWELL.search(text)) and not _FAREWELL.search(before)
+    return _FAREWELL.found_in(text) and not _FAREWELL.found_in(before)

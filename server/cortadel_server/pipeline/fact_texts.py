@@ -111,7 +111,7 @@ class FactTexts:
     def current_shapes(self) -> CurrentShapes | None:
         """The shapes of every current fact, when the transaction knows them all and making those
         not held yet takes at most the shapes not cached ``expect`` allowed (``decide.shape``:
-        about 150 µs each); made at the first call, then kept current."""
+        about 80 µs each); made at the first call, then kept current."""
         if self._complete and not self._shapes_tried:
             self._shapes_tried = True
             current = self._kept_shapes or CurrentShapes()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from cortadel_server.language.caseless import Caseless
+
 __all__ = ["conjugate", "expand_contractions", "second_to_third", "third_person"]
 
 _CONTRACTIONS = (
@@ -36,11 +38,10 @@ _CONTRACTIONS = (
 )
 _CONTRACTION_RULES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
 # Every rule at once, to skip them all for a text none of them matches (a possessive "Ana's" too,
-# which ran all fifteen). Over lower-cased ASCII text, the rules lower-cased (they hold no escape
-# that lower() changes): IGNORECASE took three times as long.
-_ANY_CONTRACTION = "|".join(pattern for pattern, _ in _CONTRACTIONS)
-_MAY_CONTRACT = re.compile(_ANY_CONTRACTION, re.IGNORECASE)
-_MAY_CONTRACT_LOWER = re.compile(_ANY_CONTRACTION.lower())
+# which ran all fifteen); without an apostrophe, only the spellings without one can match. That
+# check cost 6.5 µs a text of the bench's corpus, and 3.0 µs so.
+_MAY_CONTRACT = Caseless("|".join(pattern for pattern, _ in _CONTRACTIONS).lower())
+_MAY_CONTRACT_BARE = Caseless("|".join(pattern for pattern, _ in _CONTRACTIONS if "'" not in pattern).lower())
 
 ADVERBS = frozenset(
     ["only", "always", "never", "usually", "really", "also", "still", "just", "often", "sometimes", "mostly", "now", "currently", "rarely", "generally", "typically", "actually", "mainly", "definitely", "absolutely", "primarily", "recently", "finally", "already", "even", "normally", "seldom", "occasionally", "frequently", "regularly", "basically", "honestly", "literally", "totally", "constantly"]
@@ -66,7 +67,7 @@ _ANAPHORA = {"my": "their", "our": "their", "mine": "theirs", "ours": "theirs", 
 def expand_contractions(text: str) -> str:
     """"I'm" → "I am", "don't" → "do not", ... (straight and curly apostrophes)."""
     text = text.replace("’", "'")
-    if not (_MAY_CONTRACT_LOWER.search(text.lower()) if text.isascii() else _MAY_CONTRACT.search(text)):
+    if not (_MAY_CONTRACT if "'" in text else _MAY_CONTRACT_BARE).found_in(text):
         return text
     for pattern, replacement in _CONTRACTION_RULES:
         text = pattern.sub(replacement, text)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
+from cortadel_server.language.caseless import Caseless
 from cortadel_server.language.timeexpr import find_times
 from cortadel_server.pipeline.budget import WriteBudget
 from cortadel_server.pipeline.classify import Taxonomy
@@ -79,7 +80,7 @@ _REMEMBER = _rx(
     r"(?:\s+that)?[\s:,]+"
 )
 _AFFIRM = _rx(r"^(?:yes|yeah|yep|yup|correct|right|indeed|that is right|exactly|true)\b")
-_STILL = _rx(r"\bstill\b")
+_STILL = Caseless(r"\bstill\b")
 
 _SMALL_TALK_WORDS = frozenset(
     ["hi", "hello", "hey", "hiya", "yo", "thanks", "thank", "you", "thx", "ty", "cheers", "ok", "okay", "cool", "great", "nice", "awesome", "perfect", "sure", "bye", "goodbye", "see", "ya", "later", "good", "morning", "evening", "night", "afternoon", "day", "lol", "haha", "yes", "no", "yep", "nope", "yeah", "got", "it", "sounds", "fine", "welcome", "so", "much", "very", "a", "lot", "again", "there", "all", "everyone", "folks", "man", "dude", "mate", "appreciate", "it", "much", "well", "done", "excellent", "wow", "amazing", "alright", "right", "indeed", "exactly", "please"]
@@ -104,7 +105,7 @@ _QUESTION_START = _rx(
     r"was|were|will|shall|may|have|has|any|is there|are there)\b"
 )
 _REACTION = _rx(r"^i (?:really |also |just |totally )?(?:love|like|hate|enjoy|appreciate|prefer) (?:it|that|this|them|those|these)\b")
-_SPECULATION = _rx(r"\b(?:might|maybe|perhaps|probably|if i|i think|i guess|i believe|i suppose|i feel like)\b|^if\b")
+_SPECULATION = Caseless(r"\b(?:might|maybe|perhaps|probably|if i|i think|i guess|i believe|i suppose|i feel like)\b|^if\b")
 _FIRST_PERSON = re.compile(r"\b(?:[Ii]|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]ur|[Oo]urs|[Uu]s)\b")
 # A transcript line "Caroline: I went ..." names its speaker; words like "Note:" do not.
 _SPEAKER_PREFIX = re.compile(
@@ -143,7 +144,7 @@ _RESOLVE_ACTIVE = _rx(
 )
 # Orders to the assistant dressed up as data: a system/admin label, "ignore previous instructions",
 # "the assistant must ...". Prompt-injection text, never a fact about the speaker.
-_TO_ASSISTANT = _rx(
+_TO_ASSISTANT = Caseless(
     r"^\W*(?:system|admin(?:istrator)?|developer|operator)(?:\s+(?:notice|message|prompt|instructions?|"
     r"override|directive|note|alert))?\s*\]?\s*[:>-]|"
     r"(?:^|[:;,]\s)\W*(?:(?:please|now|and|so|first|also|then),?\s+)*(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+|my\s+)?"
@@ -221,7 +222,7 @@ _SENTENCE_BREAK = re.compile(r"[.!?]\s+\S")
 
 def addresses_assistant(text: str) -> bool:
     """True when a sentence of `text` gives the assistant orders rather than stating something."""
-    return any(_TO_ASSISTANT.search(sentence) for sentence in split_sentences(text))
+    return any(_TO_ASSISTANT.found_in(sentence) for sentence in split_sentences(text))
 
 
 def is_compound(text: str) -> bool:
@@ -305,14 +306,14 @@ class RulesExtractor:
                 break
             text = remembered
         explicit = explicit or remembered_here
-        if _TO_ASSISTANT.search(text):
+        if _TO_ASSISTANT.found_in(text):
             return None
         text = _TRAILING_NOISE.sub("", text)
         if remembered_here and text.endswith("?"):
             text = text.rstrip("?").strip()  # "can you remember that ...?" asks to keep a statement
         if not text or _is_small_talk(text):
             return None
-        reconfirm = reconfirm or bool(_STILL.search(text))
+        reconfirm = reconfirm or _STILL.found_in(text)
 
         def make(
             fact: Callable[[], str], intent: Intent = Intent.REMEMBER, target: str | None = None, reconfirm: bool = False
@@ -350,7 +351,7 @@ class RulesExtractor:
         if m := _INSTRUCTION.match(text):
             how, rest = "never" if m["how"].lower() != "always" else "always", m["rest"]
             return make(lambda: f"{subject} prefers to {how} {_end(rest)}")
-        if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.search(text)):
+        if not explicit and (_REQUEST.match(text) or _REACTION.match(text) or _SPECULATION.found_in(text)):
             return None
         if _FIRST_PERSON.search(text) or _EXISTENTIAL.match(text):
             if not rewrite:
