@@ -139,10 +139,10 @@ class FactShape:
     subject: str
     slot: str | None
     slot_value: frozenset[str]
-    verb: str = ""  # the stem of the main verb after the subject ("drive"), "" for a copula
-    changed: bool = False  # says the old state is over: "now", "these days", "switched to", "instead"
-    additive: bool = False  # "also", "too", "as well": says it is another fact
-    text: str = field(default="", compare=False, repr=False)  # as written: what the properties below read
+    verb: str  # the stem of the main verb after the subject ("drive"), "" for a copula
+    changed: bool  # says the old state is over: "now", "these days", "switched to", "instead"
+    additive: bool  # "also", "too", "as well": says it is another fact
+    text: str = field(compare=False, repr=False)  # as written: what the properties below read
 
     # Read only by a few rules, for the few neighbours that reach them (a paraphrase, a target, a
     # stop): made on first use, they were a fifth of making a shape, which a batch does per fact.
