@@ -285,7 +285,7 @@ class MemoryService:
         everything costs seconds at 100,000 memories."""
         if not search_query:
             return self.storage.list_memories(user_id, filters, offset=offset, limit=limit)
-        _, total = self.storage.list_memories(user_id, filters, offset=0, limit=0)
+        total = self.storage.count_matching(user_id, filters)
         if offset >= total:
             return [], total
         # Every memory is listed once, faded or not: the ranked head hides none, so the tail stays exact.

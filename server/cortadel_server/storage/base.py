@@ -393,6 +393,10 @@ class Storage(abc.ABC):
         """Newest first (record time), with the total count of rows matching ``filters``."""
 
     @abc.abstractmethod
+    def count_matching(self, user_id: str, filters: MemoryFilters) -> int:
+        """How many of the user's memories pass ``filters``."""
+
+    @abc.abstractmethod
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         """The current memory whose normalised text has this fingerprint, if any."""
 

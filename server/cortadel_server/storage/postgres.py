@@ -801,14 +801,18 @@ class PostgresStorage(Storage):
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
     ) -> tuple[list[MemoryRecord], int]:
+        total = self.count_matching(user_id, filters)
         where, params = self._where(user_id, filters)
-        total = self._rows(user_id, f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
         rows = self._rows(
             user_id,
             f"{SELECT_MEMORY} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT %s OFFSET %s",
             [*params, limit, offset],
         )
-        return [self._record(r) for r in rows], int(total)
+        return [self._record(r) for r in rows], total
+
+    def count_matching(self, user_id: str, filters: MemoryFilters) -> int:
+        where, params = self._where(user_id, filters)
+        return int(self._rows(user_id, f"SELECT count(*) FROM memories WHERE {where}", params)[0][0])
 
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         rows = self._rows(

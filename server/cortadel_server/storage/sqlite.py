@@ -1083,13 +1083,17 @@ class SqliteStorage(Storage):
     def list_memories(
         self, user_id: str, filters: MemoryFilters, *, offset: int, limit: int
     ) -> tuple[list[MemoryRecord], int]:
+        total = self.count_matching(user_id, filters)
         where, params = self._where(user_id, filters)
-        total = self._rows(f"SELECT count(*) FROM memories WHERE {where}", params)[0][0]
         rows = self._rows(
             f"{SELECT_MEMORY} WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
             [*params, limit, offset],
         )
         return [self._record(r) for r in rows], total
+
+    def count_matching(self, user_id: str, filters: MemoryFilters) -> int:
+        where, params = self._where(user_id, filters)
+        return int(self._rows(f"SELECT count(*) FROM memories WHERE {where}", params)[0][0])
 
     def find_by_fingerprint(self, user_id: str, fingerprint: str) -> MemoryRecord | None:
         rows = self._rows(
