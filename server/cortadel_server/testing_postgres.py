@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tempfile
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -72,13 +71,6 @@ def stopped(server: Any) -> Iterator[None]:
         yield
     finally:
         server.ensure_postgres_running()
-
-
-def restart(server: Any, *, down_for: float = 1.0) -> None:
-    """Stop ``server`` as a crash would (:func:`stopped`), leave it down for ``down_for`` seconds,
-    and start it again."""
-    with stopped(server):
-        time.sleep(down_for)
 
 
 def scratch_database(prefix: str = "cortadel", server: Any = None) -> str:
