@@ -48,6 +48,9 @@ def test_memory_type(text: str, kind: MemoryType) -> None:
         ("User is saving for a house and pays rent of 900 euro.", ("finance", "goals")),
         ("User is flying to Tokyo for a vacation.", ("travel",)),
         ("User teaches the team.", ("work",)),  # "tea" inside "teaches" is not food
+        ("User gave 30 € to a stranger.", ("finance",)),
+        ("USER GAVE 30 € TO A STRANGER.", ("finance",)),
+        ("User gave 30 EURO to a stranger.", ("finance",)),
     ],
 )
 def test_default_categories(text: str, categories: tuple[str, ...]) -> None:
@@ -66,6 +69,15 @@ def test_a_configured_taxonomy_replaces_the_default() -> None:
     assert custom.categorize("User's pet parrot bites; the team deploys on Fridays.") == ("work", "pets")
     assert custom.categorize("User disputes a billing error.") == ("billing",)
     assert custom.keep(["PETS", "food", "work"]) == ("work", "pets")
+
+
+def test_configured_names_need_not_be_ascii() -> None:
+    custom = Taxonomy.from_setting("Santé, Straße, ſki")
+    assert custom.names == ("santé", "straße", "ſki")
+    assert custom.categorize("User asked about SANTÉ insurance.") == ("santé",)
+    assert custom.categorize("User's straße is quiet.") == ("straße",)
+    assert custom.categorize("User goes SKIING in March.") == ("ſki",)  # the long s is an s
+    assert custom.categorize("User asked about SANTE insurance.") == ()
 
 
 def test_gist_is_the_text_or_a_word_boundary_cut() -> None:
