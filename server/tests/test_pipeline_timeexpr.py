@@ -63,3 +63,25 @@ def test_month_arithmetic_clamps_to_the_last_day() -> None:
 def test_an_impossible_day_leaves_its_month() -> None:
     [span] = find_times("on 31 February 2023", REF)
     assert (span.text, span.start, span.end) == ("February 2023", d(2023, 2, 1), d(2023, 3, 1))
+
+
+@pytest.mark.parametrize(
+    ("text", "expressions"),
+    [
+        ("(May 2023) was busy.", ["May 2023"]),
+        ("mid-March 2021 we met", ["March 2021"]),
+        ("On 3 Sept. we left.", ["3 Sept"]),
+        ("Sept 3, 2020 it was", ["Sept 3, 2020"]),
+        ("on 31st of DECEMBER", ["31st of DECEMBER"]),
+        ("Doctor visit on 4 august", ["4 august"]),  # "doc" is no month's start; "aug" is
+        ("We decided on 12 things in 2020.", ["in 2020"]),
+        ("since 1999-05-03", ["1999-05-03"]),
+        ("In 2 weeks.", ["In 2 weeks"]),
+        ("x_may 2020", []),
+        ("5may 2020", []),
+    ],
+)
+def test_rules_skipped_for_want_of_their_clues_could_not_have_matched(text: str, expressions: list[str]) -> None:
+    # ASCII text runs only the rules whose clue words it holds; other text runs every rule.
+    assert [s.text for s in find_times(text, REF)] == expressions
+    assert [s.text for s in find_times(text + " \u00b7", REF)] == expressions

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -200,18 +200,35 @@ _RULES: tuple[tuple[re.Pattern[str], _Resolver], ...] = tuple(
 # matches and spans are the same, found about twice as fast; the expression's text is cut from the
 # text as written (lower() keeps ASCII positions).
 _LOWER_RULES = tuple((re.compile(pattern.pattern), resolver) for pattern, resolver in _RULES)
-_DIGITS = tuple("0123456789")
-_UNIT_WORDS = tuple(UNITS)
-# Per rule of _LOWER_RULES, words one of which every match holds (a month by its first three
-# letters, a year or day by its digits, an ISO date by its dash): a rule none of them is in cannot
-# match and is not run. Most text names no time, and each rule's scan cost about 3 µs. The words
-# are one alternation, one scan in C: testing them one by one cost 10 µs a text.
-_CLUES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile("|".join(map(re.escape, sorted(words))))
-    for words in (
-        ("ago",), _UNIT_WORDS, _UNIT_WORDS, ("yesterday", "today", "tonight", "tomorrow"), ("this",), tuple(WEEKDAYS),
-        _DIGITS, _DIGITS, ("-",), tuple({name[:3] for name in MONTHS}), ("since",), _DIGITS,
-    )
+
+
+def _any_of(words: Iterable[str]) -> str:
+    return "|".join(map(re.escape, sorted(words)))
+
+
+# Words one of which every match of a rule of _LOWER_RULES holds, by name: a rule whose clues are
+# not all in the text cannot match and is not run. Most text names no time, and each rule's scan
+# cost about 3 µs. A clue's words are one alternation, one scan in C (testing them one by one cost
+# 10 µs a text), made once for all the rules that need it.
+_CLUES: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern) for name, pattern in {
+        "ago": "ago",
+        "unit": _any_of(UNITS),
+        "named day": _any_of(("yesterday", "today", "tonight", "tomorrow")),
+        "this": "this",
+        "weekday": _any_of(WEEKDAYS),
+        "digit": "[0-9]",
+        "dash": "-",
+        # a word that starts as a month's name does ("decided" does, "doctor" does not): the
+        # lookbehind after the letters keeps sre's fast scan for them
+        "month": "(?:" + _any_of({name[:3] for name in MONTHS}) + r")(?<!\w...)",
+        "since": "since",
+    }.items()
+}
+#: per rule of _LOWER_RULES, the clues it needs
+_RULE_CLUES: tuple[tuple[str, ...], ...] = (
+    ("ago",), ("unit",), ("unit",), ("named day",), ("this",), ("weekday",),
+    ("digit", "month"), ("digit", "month"), ("dash",), ("month",), ("since",), ("digit",),
 )
 
 
@@ -223,11 +240,13 @@ def find_times(text: str, reference: datetime) -> list[TimeSpan]:
     """
     ascii_only = text.isascii()
     scanned, rules = (text.lower(), _LOWER_RULES) if ascii_only else (text, _RULES)
+    # IGNORECASE matches more than lower() finds outside ASCII ("K", the Kelvin sign): there, every rule runs
+    clued = {name for name, clue in _CLUES.items() if clue.search(scanned)} if ascii_only else None
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, TimeSpan]] = []
-    for (pattern, resolver), clues in zip(rules, _CLUES, strict=True):
-        if ascii_only and not clues.search(scanned):
-            continue  # IGNORECASE matches more than lower() finds outside ASCII ("K", the Kelvin sign): there, every rule runs
+    for (pattern, resolver), needs in zip(rules, _RULE_CLUES, strict=True):
+        if clued is not None and not clued.issuperset(needs):
+            continue
         for m in pattern.finditer(scanned):
             lo, hi = m.span()
             if any(lo < b and a < hi for a, b in taken) or not m.group(0).strip():

@@ -53,10 +53,9 @@ IRREGULAR_PAST = frozenset(
 _IRREGULAR_PRESENT = {"be": "is", "am": "is", "are": "is", "were": "was", "have": "has", "do": "does", "go": "goes"}
 _SPACES = re.compile(r"(\s+)")
 _WORDY = re.compile(r"^([\"'(\[]*)([A-Za-z]+(?:['-][A-Za-z]+)*)([.,!?;:)\]\"']*)$")
-_GROUP_WORK = re.compile(
+_GROUP_WORK = Caseless(
     r"\b(?:ship|deploy|release|code|repo|team|sprint|customer|client|production|office|company|"
-    r"standup|meeting|product|project|stack|service|build|ci)\w*\b",
-    re.IGNORECASE,
+    r"standup|meeting|product|project|stack|service|build|ci)\w*\b"
 )
 _OBJECT_FORMS = {"me": "{s}", "myself": "{s}", "my": "{s}'s", "mine": "{s}'s", "our": "{s}'s", "ours": "{s}'s", "us": "{s}"}
 #: Once the subject has been named in the sentence, these read better as pronouns
@@ -96,7 +95,6 @@ def third_person(sentence: str, subject: str) -> str:
     "we" becomes "<subject> and their team" in work talk, "... and their family" otherwise.
     """
     chunks, words = _split(expand_contractions(sentence))
-    group = "team" if _GROUP_WORK.search(sentence) else "family"
     named = False
     for i, word in enumerate(words):
         lower = word.lower()
@@ -105,7 +103,7 @@ def third_person(sentence: str, subject: str) -> str:
             _agree(words, i)
             named = True
         elif lower == "we":
-            words[i] = f"{subject} and their {group}"
+            words[i] = f"{subject} and their {'team' if _GROUP_WORK.found_in(sentence) else 'family'}"
             named = True
         elif named and lower in _ANAPHORA:
             words[i] = _ANAPHORA[lower]

@@ -379,11 +379,14 @@ class _Reading(NamedTuple):
 def _replaced(text: str) -> tuple[str, str | None]:
     """The statement without a correcting "…, not X" tail, and what it says is replaced (X, the
     "from" of a switch, the kind switched away from), or None."""
-    if m := _CORRECTION_TAIL.search(text):
+    # Each pattern needs a word that most sentences lack, a substring test away: the searches cost
+    # 4 to 9 µs a sentence. IGNORECASE folds no other character onto "n", "o", "t", "f", "r", "m".
+    lowered = text.lower()
+    if "not" in lowered and (m := _CORRECTION_TAIL.search(text)):
         return text[: m.start()], m["old"].strip(" .!")
-    if m := _SWITCH_FROM.search(text):
+    if "from" in lowered and (m := _SWITCH_FROM.search(text)):
         return text, (m["old"] or m["old2"]).strip()
-    if m := _SWITCH_TO.search(text):
+    if "to" in lowered and (m := _SWITCH_TO.search(text)):
         return text, m["head"]
     return text, None
 
