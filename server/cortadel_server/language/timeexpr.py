@@ -219,9 +219,10 @@ _CLUES: dict[str, re.Pattern[str]] = {
         "weekday": _any_of(WEEKDAYS),
         "digit": "[0-9]",
         "dash": "-",
-        # a word that starts as a month's name does ("decided" does, "doctor" does not): the
-        # lookbehind after the letters keeps sre's fast scan for them
-        "month": "(?:" + _any_of({name[:3] for name in MONTHS}) + r")(?<!\w...)",
+        # a word that starts and ends as a month's name does ("may", "sept"; not "married" or
+        # "decided"): the lookbehind after the first three letters keeps sre's fast scan for them
+        "month": "(?:" + _any_of({name[:3] for name in MONTHS}) + r")(?<!\w...)"
+                 + "(?:" + _any_of({name[3:] for name in MONTHS} - {""}) + r")?\b",
         "since": "since",
     }.items()
 }
