@@ -206,10 +206,10 @@ def _any_of(words: Iterable[str]) -> str:
     return "|".join(map(re.escape, sorted(words)))
 
 
-# Words one of which every match of a rule of _LOWER_RULES holds, by name: a rule whose clues are
-# not all in the text cannot match and is not run. Most text names no time, and each rule's scan
-# cost about 3 µs. A clue's words are one alternation, one scan in C (testing them one by one cost
-# 10 µs a text), made once for all the rules that need it.
+# Clues, by name: words one of which a text holds wherever a rule of _LOWER_RULES matches in it. A
+# rule whose clues are not all in the text cannot match and is not run: most text names no time,
+# and each rule's scan cost about 3 µs. A clue's words are one alternation, one scan in C (testing
+# them one by one cost 10 µs a text), made once for all the rules that need it.
 _CLUES: dict[str, re.Pattern[str]] = {
     name: re.compile(pattern) for name, pattern in {
         "ago": "ago",

@@ -167,9 +167,9 @@ class FactShape:
         return expand_contractions(self.text).strip()
 
 
-# Punctuation; "." and ":" unless between digits ("3.5", "1:30"); "'" unless before "s". Every branch starts with the
-# character it removes, so sre skips to the next candidate character: half the time of the same
-# pattern with its lookbehind first.
+# Punctuation; "." and ":" unless between digits ("3.5", "1:30"); "'" unless before "s". Every
+# branch starts with the character it removes, so sre skips to the next candidate character: half
+# the time of the same pattern with its lookbehind first.
 _PUNCTUATION = re.compile(r"[^\w\s'$€%.:-]|[.:](?:(?<!\d[.:])|(?!\d))|'(?!s\b)")
 
 
