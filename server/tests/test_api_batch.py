@@ -11,8 +11,10 @@ from datetime import datetime
 
 import httpx
 import pytest
+from starlette.responses import JSONResponse
 from support.scripted_openai import ScriptedOpenAI, hashed_embeddings
 
+from cortadel_server.api import schemas
 from cortadel_server.testing import ServerProcess, database_for, running_server
 
 BATCH = "/api/v1/memories/batch"
@@ -112,6 +114,30 @@ def test_conversations_answer_as_from_conversation_does(api: httpx.Client, user:
     single = api.post("/api/v1/memories/from-conversation", json={
         "user_id": user, "messages": [{"role": "user", "content": "thanks"}]}).json()
     assert single == nothing
+
+
+def test_the_answer_is_byte_for_byte_the_models_dump(api: httpx.Client, user: str) -> None:
+    response = api.post(BATCH, json={"user_id": user, "memories": [
+        {"text": "Zoë's café opens at 7 — \"early\".", "infer": False, "app": "notes", "metadata": {"q": "a \"b\"", "ü": 1}},
+        {"text": "", "infer": False},
+    ], "conversations": [
+        {"messages": [{"role": "user", "content": "I keep my spare glasses in the car."}]},
+        {"messages": [{"role": "user", "content": "thanks"}]},
+    ]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    # What the route answered before it skipped the models: their dump (unset fields left out), through JSONResponse.
+    through_models = JSONResponse(schemas.BatchResponse.model_validate(body).model_dump(exclude_unset=True)).body
+    assert response.content == through_models
+    stored, bad = body["memories"]
+    assert list(stored) == list(schemas.MemoryCreatedResponse.model_fields)
+    assert (stored["content"], stored["app_name"], json.loads(stored["metadata"]), bad["error"]) == (
+        "Zoë's café opens at 7 — \"early\".", "notes", {"q": 'a "b"', "ü": 1}, "Invalid item: text: String should have at least 1 character")
+    fact, nothing = body["conversations"]
+    assert list(body) == ["memories", "conversations"] and list(fact) == ["results"]
+    assert [(r["event"], r["memory"], r["error"]) for r in fact["results"]] == [("ADD", "User keeps their spare glasses in the car.", None)]
+    assert list(fact["results"][0]) == list(schemas.ConversationIngestItem.model_fields)
+    assert nothing == {"no_facts_extracted": True}
 
 
 def test_whole_request_problems_are_a_400(api: httpx.Client, user: str) -> None:

