@@ -67,3 +67,15 @@ def test_escapes_are_not_letters() -> None:
     assert Caseless(r"^\W*system\S*\s*:").found_in("  SYSTEM: reboot") is True
     assert Caseless(r"\Bye\b").found_in("YE") is False
     assert Caseless(r"\Bye\b").found_in("GOODBYE") is True
+
+
+def test_characters_written_as_escapes_are_read_as_characters() -> None:
+    # "\u212a" is the Kelvin sign, which IGNORECASE folds onto "k": the pattern takes the flag.
+    assert Caseless(r"o\u212a").found_in("OK") is True
+    assert Caseless(r"o\N{KELVIN SIGN}").found_in("ok") is True
+    # "\x41" is "A": an upper-case letter, refused like one written out.
+    with pytest.raises(ValueError, match="written in lower case"):
+        Caseless(r"\x41b")
+    # an escaped backslash, then the letters "u212a": no Kelvin sign there
+    assert Caseless(r"\\u212a").found_in("\\U212A") is True
+    assert Caseless(r"\\u212a").found_in("\\u212k") is False

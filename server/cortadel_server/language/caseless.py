@@ -21,7 +21,9 @@ import string
 
 __all__ = ["Caseless"]
 
-_ESCAPE = re.compile(r"\\.")
+#: an escape: one that writes a character by its code or name ("\u212a", "\N{KELVIN SIGN}"), or
+#: any other ("\W", "\\"), read left to right so that "\\u" is an escaped backslash and a "u"
+_ESCAPE = re.compile(r"\\(?:(?P<char>x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]+\})|.)", re.DOTALL)
 _ASCII_LETTERS = string.ascii_letters
 
 
@@ -36,7 +38,8 @@ class Caseless:
     __slots__ = ("_any_case", "_lower")
 
     def __init__(self, pattern: str) -> None:
-        unescaped = _ESCAPE.sub("", pattern)
+        # The pattern's own characters, those its escapes spell included; other escapes left out.
+        unescaped = _ESCAPE.sub(lambda m: m[0].encode().decode("unicode_escape") if m["char"] else "", pattern)
         # An upper-case letter ("[A-Z]") would not see the lowered text: a mistake, or a pattern
         # that means case.
         if any(char.isascii() and char.isupper() for char in unescaped):
