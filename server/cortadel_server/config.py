@@ -119,7 +119,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_batch_bytes", _int_range(64 * 1024, 1024**3), "Largest body of a batch request, in bytes (413 beyond)."),
     Setting("mcp_max_sessions", _int_range(1, 1_000_000), "MCP sessions open at once over HTTP; a new one beyond is refused until one closes or idles out."),
     Setting("mcp_session_idle_timeout", _float_range(1, 86400), "Seconds after which an idle MCP session is closed."),
-    Setting("query_timeout", _float_range(0.01, 600), "Seconds after which one database query is interrupted."),
+    Setting("query_timeout", _float_range(0.01, 600), "Seconds after which one database query is interrupted; on SQLite also how long a write waits for the file's write lock (another process's write) before it fails as locked."),
     Setting("episode_gap", _float_range(0, 365 * 86400), "Seconds of statement time between two memories written without a session id that end the episode the first belongs to (the session arm and the context column group by episodes; docs/retrieval.md). 0: every such memory is an episode of its own."),
     Setting("write_budget", _float_range(0.1, 3600), "Seconds of work one write request may spend (extraction, LLM calls, storing facts); beyond, the rest is refused (see docs/pipeline.md)."),
     Setting("write_workers", _int_range(1, 64), "REST write requests processed at once; more wait their turn without holding a thread."),

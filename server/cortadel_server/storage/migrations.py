@@ -369,7 +369,8 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 
 def migrate(conn: apsw.Connection) -> list[str]:
-    """Apply every pending migration, each in its own transaction. Returns the names applied."""
+    """Apply every pending migration, each in its own transaction, one process at a time. Returns
+    the names applied."""
     register(conn)  # the full-text triggers (0007 on) call user_terms()
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
@@ -379,10 +380,18 @@ def migrate(conn: apsw.Connection) -> list[str]:
     for step in MIGRATIONS:
         if step.name in done:
             continue
-        with conn:  # savepoint: the step and its record commit together
-            conn.execute(step.sql)
-            conn.execute(
-                "INSERT INTO schema_migrations(name, applied_at) VALUES (?, datetime('now'))", (step.name,)
-            )
-        applied.append(step.name)
+        # Asked again under the write lock: two processes opening a new file at once both found
+        # the step pending, and the second failed on a table the first had made.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not any(conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (step.name,))):
+                conn.execute(step.sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations(name, applied_at) VALUES (?, datetime('now'))", (step.name,)
+                )
+                applied.append(step.name)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
     return applied
