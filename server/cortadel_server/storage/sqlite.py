@@ -578,10 +578,7 @@ class SqliteStorage(Storage):
         self._deferred: dict[str, list[tuple[Any, ...]]] = {}
         with self._translate():
             self._writer = self._connect()
-            self._enable_incremental_vacuum()
-            # WAL is a property of the file; switch it on outside any transaction.
-            self._writer.execute("PRAGMA journal_mode=WAL")
-            migrate(self._writer)
+            self._set_up_file()
             #: the store's ``ERASURES`` count this process's caches of text were last emptied at
             #: (``_forget_if_erased``): none of them holds text yet
             self._erasures_seen = int(self._meta(ERASURES) or 0)
@@ -616,6 +613,25 @@ class SqliteStorage(Storage):
         with self._conns_lock:
             self._all_conns.append(conn)
         return conn
+
+    def _set_up_file(self) -> None:
+        """Incremental vacuum, WAL and the pending migrations, each done once whoever else opens the
+        file. Processes opening a new file at once contend for it: switching the journal mode (or
+        vacuuming) while another process reads the file fails at once, without the busy handler
+        (SQLite's guard against two connections each waiting for the other). Every step asks first
+        whether it is done, so the lot is tried again until the query timeout."""
+        deadline = time.monotonic() + self._query_timeout
+        while True:
+            try:
+                self._enable_incremental_vacuum()
+                # WAL is a property of the file; switch it on outside any transaction.
+                self._writer.execute("PRAGMA journal_mode=WAL")
+                migrate(self._writer)
+                return
+            except apsw.BusyError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(LOCK_POLL_SECONDS)
 
     def _enable_incremental_vacuum(self) -> None:
         """Let deletes hand freed pages back to the file system. A file made before this needs one
