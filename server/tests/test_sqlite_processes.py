@@ -1,4 +1,5 @@
-"""Several processes on one SQLite file: opening a new file at once, and handing the write lock on.
+"""Several processes on one SQLite file: opening a new file at once (its migrations, and one that
+fails), and handing the write lock on.
 
 Each process is a real Python process running ``SqliteStorage`` on the same file (what worker
 processes, replicas and a CLI command beside the server do).
@@ -97,3 +98,18 @@ def test_a_writer_waits_up_to_its_timeout_then_fails_as_locked(tmp_path: Path) -
     finally:
         first.close()
         second.close()
+
+
+def test_a_migration_that_fails_leaves_nothing_of_itself_and_says_why(tmp_path: Path) -> None:
+    """A step that fails is rolled back whole, is not recorded as done, and its error is the one raised."""
+    conn = apsw.Connection(str(tmp_path / "store.db"))
+    conn.execute("CREATE TABLE memories (id TEXT)")  # what the first step makes, made otherwise
+    conn.close()
+    with pytest.raises(StorageError, match="table memories already exists"):
+        SqliteStorage(tmp_path / "store.db")
+    conn = apsw.Connection(str(tmp_path / "store.db"))
+    assert list(conn.execute("SELECT name FROM schema_migrations")) == []
+    assert [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")] == [
+        "memories", "schema_migrations",
+    ]
+    conn.close()

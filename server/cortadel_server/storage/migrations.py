@@ -391,7 +391,8 @@ def migrate(conn: apsw.Connection) -> list[str]:
                 )
                 applied.append(step.name)
         except BaseException:
-            conn.execute("ROLLBACK")
+            if not conn.getautocommit():  # some errors end the transaction themselves
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
     return applied
