@@ -10,6 +10,7 @@ import apsw
 import numpy as np
 import pytest
 
+from cortadel_server.errors import StorageError
 from cortadel_server.retrieval.fusion import reciprocal_rank_fusion, trim_to_token_budget
 from cortadel_server.storage.base import MemoryFilters, MemoryRecord
 from cortadel_server.storage.sqlite import SqliteStorage, user_key
@@ -122,6 +123,28 @@ def test_write_transaction_rolls_back_as_a_whole(store: SqliteStorage) -> None:
         store.insert_memory(rec, unit([1, 0, 0]))
         raise RuntimeError("boom")
     assert store.get_memory("u", rec.id) is None
+
+
+def test_a_write_interrupted_past_its_timeout_says_so_and_leaves_nothing_in_the_caches(tmp_path: Path) -> None:
+    """SQLite rolls the transaction back itself when it interrupts a statement that changes rows; the
+    write's own ROLLBACK then failed ("cannot rollback - no transaction is active"), hid the timeout
+    and skipped dropping the write's rows from the caches: searches kept finding a memory never stored."""
+    store = SqliteStorage(tmp_path / "interrupted.db", query_timeout=0.2)
+    now = time.time()
+    kept, lost = _record("u", "alpha", now), _record("u", "gamma", now)
+    store.insert_memory(kept, unit([1, 0, 0]))
+    probe = unit([1, 0.2, 0])
+    with pytest.raises(StorageError, match=r"^query interrupted after 0.2 s$"), store.write():
+        store.insert_memory(lost, unit([1, 0.1, 0]))
+        store._exec("CREATE TEMP TABLE scratch(x)")
+        store._exec("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s) INSERT INTO scratch SELECT i FROM s")
+    assert store.get_memory("u", lost.id) is None
+    assert [h.id for h in store.vector_search("u", probe, MemoryFilters(), 10)] == [kept.id]
+    later = _record("u", "epsilon", now)
+    store.insert_memory(later, unit([0, 1, 0]))  # the next write takes the version the lost one had
+    assert [h.id for h in store.vector_search("u", probe, MemoryFilters(), 10)] == [kept.id, later.id]
+    assert [h.id for h in store.text_search("u", "gamma", MemoryFilters(), 10)] == []
+    store.close()
 
 
 def test_jobs_survive_a_crash_between_claim_and_finish(tmp_path: Path) -> None:

@@ -734,7 +734,10 @@ class SqliteStorage(Storage):
                     self._insert_deferred()
                     self._append_to_sessions()
                 except BaseException:
-                    self._exec("ROLLBACK")
+                    # A statement interrupted past its deadline has rolled the transaction back
+                    # itself: a second ROLLBACK failed, hid the cause and kept the caches' rows.
+                    if not self._writer.getautocommit():
+                        self._exec("ROLLBACK")
                     for bumped in self._bumped:  # the caches may hold what never committed
                         self._vectors.drop(bumped)
                         self._terms.drop(bumped)
